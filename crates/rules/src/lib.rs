@@ -1,15 +1,24 @@
-//! Yari Shogi rules (placeholder: the full crate lands in the next commits).
-pub mod encoding {
-    /// Board height (ranks) of every plane.
-    pub const RANKS: usize = 9;
-    /// Board width (files) of every plane.
-    pub const FILES: usize = 7;
-    /// Number of input planes `C` of the `[C, 9, 7]` position tensor.
-    pub const INPUT_PLANES: usize = 30;
-    /// Number of policy planes; the policy is `[POLICY_PLANES, 9, 7]` flattened.
-    pub const POLICY_PLANES: usize = 62;
-    /// Size of the flat policy action space.
-    pub const POLICY_SIZE: usize = POLICY_PLANES * RANKS * FILES;
-    /// Version of the encoding, recorded in checkpoints.
-    pub const ENCODING_VERSION: u32 = 1;
-}
+//! Yari Shogi rules, exactly as Fairy-Stockfish's `yarishogi` plays them: positions, legal
+//! moves, FEN and move text, game outcomes (mate, stalemate, repetition, perpetual check),
+//! perft, and the tensor view of a position and its moves that the network sees.
+//!
+//! ```
+//! use yari_rules::Position;
+//! let mut pos = Position::startpos();
+//! assert_eq!(pos.legal_moves().len(), 20);
+//! pos.play_uci("d3d4").unwrap();
+//! assert_eq!(pos.fen(), "rnnkbbr/7/ppppppp/7/7/3P3/PPP1PPP/7/RBBKNNR[] b - - 1 1");
+//! ```
+
+mod attacks;
+mod board;
+pub mod encoding;
+mod fen;
+mod position;
+mod types;
+mod zobrist;
+
+pub use board::{Board, MoveList, MAX_MOVES};
+pub use fen::FenError;
+pub use position::{EndReason, MoveError, Outcome, Position, START_FEN};
+pub use types::{Color, Kind, Move, Piece, Role, Square, FILES, RANKS, SQUARES};

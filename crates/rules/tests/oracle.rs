@@ -1,0 +1,144 @@
+//! Checks the rules against data computed with Fairy-Stockfish (pyffish), copied from
+//! `shared/oracle/` into `tests/data/`.
+
+use serde_json::Value;
+use yari_rules::{Color, EndReason, Position};
+
+fn lines(name: &str) -> Vec<Value> {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("valid JSON line"))
+        .collect()
+}
+
+fn color(s: &str) -> Color {
+    match s {
+        "w" => Color::White,
+        "b" => Color::Black,
+        _ => panic!("bad colour {s}"),
+    }
+}
+
+#[test]
+fn positions_match_oracle() {
+    let rows = lines("dev_positions.jsonl");
+    assert!(rows.len() > 4000);
+    for row in rows {
+        let fen = row["fen"].as_str().unwrap();
+        let pos = Position::from_fen(fen).unwrap_or_else(|e| panic!("{fen}: {e}"));
+        assert_eq!(pos.fen(), fen, "FEN round trip");
+        let mut legal: Vec<String> = pos.legal_moves().iter().map(|m| m.to_string()).collect();
+        legal.sort();
+        let expected: Vec<&str> = row["legal"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        assert_eq!(legal, expected, "legal moves of {fen}");
+        assert_eq!(pos.is_check(), row["in_check"].as_bool().unwrap(), "{fen}");
+        assert_eq!(
+            pos.board().count_legal_moves() as usize,
+            expected.len(),
+            "count of {fen}"
+        );
+        let outcome = pos.outcome();
+        match row["result_kind"].as_str() {
+            None => assert_eq!(outcome, None, "{fen}"),
+            Some(kind) => {
+                let o = outcome.unwrap_or_else(|| panic!("{fen} should be over"));
+                let reason = match kind {
+                    "checkmate" => EndReason::Checkmate,
+                    "stalemate" => EndReason::Stalemate,
+                    _ => panic!("unknown result kind {kind}"),
+                };
+                assert_eq!(o.reason, reason, "{fen}");
+                assert_eq!(o.winner, Some(color(row["winner"].as_str().unwrap())));
+            }
+        }
+    }
+}
+
+fn check_perft(max_nodes: u64) -> usize {
+    let mut checked = 0;
+    for row in lines("dev_perft.jsonl") {
+        let nodes = row["nodes"].as_u64().unwrap();
+        if nodes > max_nodes {
+            continue;
+        }
+        let fen = row["fen"].as_str().unwrap();
+        let depth = row["depth"].as_u64().unwrap() as u32;
+        let pos = Position::from_fen(fen).unwrap();
+        assert_eq!(pos.perft(depth), nodes, "perft({depth}) of {fen}");
+        if let Some(divide) = row["divide"].as_object() {
+            let ours = pos.divide(depth);
+            assert_eq!(ours.len(), divide.len(), "divide of {fen}");
+            for (mv, n) in ours {
+                assert_eq!(
+                    divide.get(&mv.to_string()).and_then(Value::as_u64),
+                    Some(n),
+                    "divide {mv} of {fen}"
+                );
+            }
+        }
+        checked += 1;
+    }
+    checked
+}
+
+#[test]
+fn perft_matches_oracle_small() {
+    assert!(check_perft(300_000) > 80);
+}
+
+#[test]
+#[ignore = "all oracle perft counts, tens of millions of nodes: run with --ignored --release"]
+fn perft_matches_oracle_all() {
+    assert_eq!(check_perft(u64::MAX), 110);
+}
+
+#[test]
+fn games_replay_to_the_same_end() {
+    let games = lines("games.jsonl");
+    assert!(games.len() > 300);
+    for game in games {
+        let id = &game["id"];
+        let mut pos = Position::from_fen(game["start_fen"].as_str().unwrap()).unwrap();
+        let moves = game["moves"].as_array().unwrap();
+        for (ply, mv) in moves.iter().enumerate() {
+            assert_eq!(pos.outcome(), None, "game {id} ended early at ply {ply}");
+            pos.play_uci(mv.as_str().unwrap())
+                .unwrap_or_else(|e| panic!("game {id}, ply {ply}: {e}"));
+        }
+        let end = &game["end"];
+        let outcome = pos.outcome();
+        let expected = match end["type"].as_str().unwrap() {
+            "move_limit" => {
+                assert_eq!(outcome, None, "game {id}");
+                assert_eq!(
+                    pos.outcome_with_ply_cap(Some(moves.len()))
+                        .map(|o| o.reason),
+                    Some(EndReason::PlyCap)
+                );
+                continue;
+            }
+            "checkmate" => EndReason::Checkmate,
+            "stalemate" => EndReason::Stalemate,
+            "repetition" => EndReason::Repetition,
+            "perpetual_check" => EndReason::PerpetualCheck,
+            other => panic!("unknown end {other}"),
+        };
+        let o = outcome.unwrap_or_else(|| panic!("game {id} should be over"));
+        assert_eq!(o.reason, expected, "game {id}");
+        let winner = match end["result"].as_str().unwrap() {
+            "1-0" => Some(Color::White),
+            "0-1" => Some(Color::Black),
+            "1/2-1/2" => None,
+            r => panic!("bad result {r}"),
+        };
+        assert_eq!(o.winner, winner, "game {id}");
+        assert_eq!(o.result_str(), end["result"].as_str().unwrap());
+    }
+}
