@@ -294,9 +294,9 @@ mod tests {
 
     #[test]
     fn between_is_symmetric_and_orthogonal_only() {
-        for a in 0..SQUARES {
-            for b in 0..SQUARES {
-                assert_eq!(BETWEEN[a][b], BETWEEN[b][a]);
+        for (a, row) in BETWEEN.iter().enumerate() {
+            for (b, &between) in row.iter().enumerate() {
+                assert_eq!(between, BETWEEN[b][a]);
             }
         }
         // a1 (0) and a9 (56): ranks 2..8 on file a.

@@ -286,6 +286,9 @@ mod tests {
             assert_eq!(move_at(&pos, i), Some(mv));
         }
         assert_eq!(move_at(&pos, POLICY_SIZE), None);
-        assert_eq!(legal_mask(&pos).iter().filter(|&&b| b).count(), pos.legal_moves().len());
+        assert_eq!(
+            legal_mask(&pos).iter().filter(|&&b| b).count(),
+            pos.legal_moves().len()
+        );
     }
 }

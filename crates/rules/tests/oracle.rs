@@ -142,3 +142,12 @@ fn games_replay_to_the_same_end() {
         assert_eq!(o.result_str(), end["result"].as_str().unwrap());
     }
 }
+
+/// Counted with Fairy-Stockfish's npm build (`go perft 4`, 230,148,343) for the perft benchmark's
+/// full-hands position: almost every move is a drop, so this checks bulk-counted drops deeply.
+#[test]
+fn perft_full_hands_depth_4_matches_fairy_stockfish() {
+    let pos =
+        Position::from_fen("2nk1br/7/p1ppppp/7/7/7/P1PPPPP/7/2BK1NR[RBNPrbnp] w - - 0 1").unwrap();
+    assert_eq!(pos.perft(4), 230_148_343);
+}

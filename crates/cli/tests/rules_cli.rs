@@ -1,0 +1,70 @@
+//! `yari perft` and `yari legal` as a user runs them.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn yari(args: &[&str], stdin: &str) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yari"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run yari");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn perft_prints_the_count_last() {
+    let (ok, out, _) = yari(&["perft", "4"], "");
+    assert!(ok);
+    assert_eq!(out.lines().last(), Some("158404"));
+    let (ok, out, _) = yari(&["perft", "2", "--divide"], "");
+    assert!(ok);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 21);
+    assert_eq!(lines[0], "a1a2: 20");
+    assert_eq!(lines[20], "400");
+}
+
+#[test]
+fn perft_from_fen_and_bad_fen() {
+    let fen = "kn5/7/1+N5/7/3p3/7/2P4/7/3K3[Pb] w - - 0 1";
+    let (ok, out, _) = yari(&["perft", "1", "--fen", fen], "");
+    assert!(ok);
+    assert_eq!(out.trim(), "62");
+    let (ok, _, err) = yari(&["perft", "1", "--fen", "nonsense"], "");
+    assert!(!ok);
+    assert!(err.contains("ranks"), "{err}");
+}
+
+#[test]
+fn legal_reads_fens_from_stdin_and_reports_bad_ones() {
+    let input = "rnnkbbr/7/ppppppp/7/7/7/PPPPPPP/7/RBBKNNR[] w - - 0 1\nbad fen\n\
+                 kn5/7/1+N5/7/3p3/7/2P4/7/3K3[Pb] w - - 0 1\n";
+    let (ok, out, _) = yari(&["legal"], input);
+    assert!(ok);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0].starts_with("a1a2 a3a4 b1a2"));
+    assert_eq!(lines[0].split(' ').count(), 20);
+    assert!(lines[1].starts_with("error:"));
+    assert!(
+        lines[2].split(' ').any(|m| m == "P@a8"),
+        "pawn-drop mate is legal"
+    );
+    let mut sorted: Vec<&str> = lines[2].split(' ').collect();
+    sorted.sort();
+    assert_eq!(sorted.join(" "), lines[2]);
+}
