@@ -1,0 +1,230 @@
+//! Player specs: the text form of a player on the command line and in game records.
+//!
+//! | spec | player |
+//! |---|---|
+//! | `random` or `random:SEED` | uniformly random legal moves (the rating anchor) |
+//! | `alphabeta:N` | fixed depth-N alpha-beta on material |
+//! | `mcts:SIMS` | MCTS with uniform priors and no value knowledge, SIMS simulations per move |
+//! | `model:FILE:SIMS` | MCTS guided by the checkpoint FILE |
+//! | `uci:COMMAND` | an external UCI engine, COMMAND split on whitespace (quotes group) |
+//! | `uci[OPTS]:COMMAND` | the same with options, see below |
+//! | `fsf` / `fsf[OPTS]` | Fairy-Stockfish's npm build: `node --no-experimental-fetch $YARI_FSF_JS`, where `YARI_FSF_JS` defaults to `.fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js` |
+//!
+//! `OPTS` is a comma-separated list of `key=value`:
+//! `nodes=N` (`go nodes N`, the default with N = 1000), `movetime=MS` (`go movetime MS`),
+//! `depth=D` (`go depth D`), `timeout=SECONDS` (deadline for each answer, default 30),
+//! `name=NAME` (the player's name in records; default: the spec text itself), and any other
+//! `Key=Value` is sent as `setoption name Key value Value` (e.g. `Threads=1,Hash=16`).
+//!
+//! Example: `uci[nodes=2000,Hash=16,name=fsf2k]:node --no-experimental-fetch .fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::alphabeta::AlphaBetaPlayer;
+use crate::player::{Player, PlayerError, PlayerFactory};
+use crate::random::RandomPlayer;
+use crate::uci::{SearchLimit, UciConfig, UciPlayer};
+
+/// Where `fsf` looks for the npm build's `uci.js` unless `YARI_FSF_JS` says otherwise.
+pub const DEFAULT_FSF_JS: &str = ".fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js";
+
+/// A spec that could not be understood.
+#[derive(Debug, Error, PartialEq)]
+pub enum SpecError {
+    #[error("unknown player {0:?}: expected random, alphabeta:N, mcts:SIMS, model:FILE:SIMS, uci:COMMAND or fsf")]
+    Unknown(String),
+    #[error("bad number {value:?} in player spec {spec:?}")]
+    Number { spec: String, value: String },
+    #[error("bad option {option:?} in player spec {spec:?}: expected key=value")]
+    Option { spec: String, option: String },
+    #[error("empty engine command in player spec {0:?}")]
+    EmptyCommand(String),
+    #[error("unbalanced quote in engine command {0:?}")]
+    Quote(String),
+}
+
+/// A parsed player spec.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlayerSpec {
+    Random { seed: u64 },
+    AlphaBeta { depth: u32 },
+    Mcts { sims: u32 },
+    Model { path: PathBuf, sims: u32 },
+    Uci(UciConfig),
+}
+
+impl PlayerSpec {
+    /// Parses the text forms listed in the module documentation.
+    pub fn parse(text: &str) -> Result<PlayerSpec, SpecError> {
+        let text = text.trim();
+        let number = |value: &str| -> Result<u64, SpecError> {
+            value.trim().parse().map_err(|_| SpecError::Number {
+                spec: text.to_string(),
+                value: value.to_string(),
+            })
+        };
+        if text == "random" {
+            return Ok(PlayerSpec::Random { seed: 0 });
+        }
+        if let Some(seed) = text.strip_prefix("random:") {
+            return Ok(PlayerSpec::Random {
+                seed: number(seed)?,
+            });
+        }
+        if let Some(depth) = text.strip_prefix("alphabeta:") {
+            return Ok(PlayerSpec::AlphaBeta {
+                depth: number(depth)? as u32,
+            });
+        }
+        if let Some(sims) = text.strip_prefix("mcts:") {
+            return Ok(PlayerSpec::Mcts {
+                sims: number(sims)? as u32,
+            });
+        }
+        if let Some(rest) = text.strip_prefix("model:") {
+            let (path, sims) = rest
+                .rsplit_once(':')
+                .ok_or_else(|| SpecError::Unknown(text.to_string()))?;
+            return Ok(PlayerSpec::Model {
+                path: PathBuf::from(path),
+                sims: number(sims)? as u32,
+            });
+        }
+        if text == "fsf" || text.starts_with("fsf[") {
+            let opts = match text.strip_prefix("fsf") {
+                Some("") => "",
+                Some(o) => o
+                    .strip_prefix('[')
+                    .and_then(|o| o.strip_suffix(']'))
+                    .ok_or_else(|| SpecError::Unknown(text.to_string()))?,
+                None => unreachable!(),
+            };
+            let js = std::env::var("YARI_FSF_JS").unwrap_or_else(|_| DEFAULT_FSF_JS.to_string());
+            let argv = vec!["node".into(), "--no-experimental-fetch".into(), js];
+            return uci_spec(text, argv, opts).map(PlayerSpec::Uci);
+        }
+        if let Some(rest) = text.strip_prefix("uci") {
+            let (opts, command) = if let Some(command) = rest.strip_prefix(':') {
+                ("", command)
+            } else if let Some(rest) = rest.strip_prefix('[') {
+                let (opts, after) = rest
+                    .split_once("]:")
+                    .ok_or_else(|| SpecError::Unknown(text.to_string()))?;
+                (opts, after)
+            } else {
+                return Err(SpecError::Unknown(text.to_string()));
+            };
+            let argv = split_command(command).ok_or_else(|| SpecError::Quote(command.into()))?;
+            if argv.is_empty() {
+                return Err(SpecError::EmptyCommand(text.to_string()));
+            }
+            return uci_spec(text, argv, opts).map(PlayerSpec::Uci);
+        }
+        Err(SpecError::Unknown(text.to_string()))
+    }
+
+    /// The player's name in records: `random`, `alphabeta:3`, `mcts:800`,
+    /// `model:FILE:SIMS`, or the engine's configured name.
+    pub fn name(&self) -> String {
+        match self {
+            PlayerSpec::Random { seed: 0 } => "random".into(),
+            // Every seed plays the same strength; one name keeps one rating.
+            PlayerSpec::Random { .. } => "random".into(),
+            PlayerSpec::AlphaBeta { depth } => format!("alphabeta:{}", (*depth).max(1)),
+            PlayerSpec::Mcts { sims } => format!("mcts:{sims}"),
+            PlayerSpec::Model { path, sims } => format!("model:{}:{sims}", path.display()),
+            PlayerSpec::Uci(c) => c.name.clone(),
+        }
+    }
+}
+
+fn uci_spec(spec: &str, argv: Vec<String>, opts: &str) -> Result<UciConfig, SpecError> {
+    let mut config = UciConfig::new(argv);
+    config.name = spec.to_string();
+    for option in opts.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+        let (key, value) = option.split_once('=').ok_or_else(|| SpecError::Option {
+            spec: spec.to_string(),
+            option: option.to_string(),
+        })?;
+        let (key, value) = (key.trim(), value.trim());
+        let bad = || SpecError::Number {
+            spec: spec.to_string(),
+            value: value.to_string(),
+        };
+        match key {
+            "nodes" => config.limit = SearchLimit::Nodes(value.parse().map_err(|_| bad())?),
+            "movetime" => config.limit = SearchLimit::MoveTime(value.parse().map_err(|_| bad())?),
+            "depth" => config.limit = SearchLimit::Depth(value.parse().map_err(|_| bad())?),
+            "timeout" => {
+                let secs: f64 = value.parse().map_err(|_| bad())?;
+                if !(secs.is_finite() && secs > 0.0) {
+                    return Err(bad());
+                }
+                config.timeout = Duration::from_secs_f64(secs);
+            }
+            "name" => config.name = value.to_string(),
+            _ => config.options.push((key.to_string(), value.to_string())),
+        }
+    }
+    Ok(config)
+}
+
+/// Splits a command line on whitespace; single or double quotes group words (no escapes
+/// beyond that: this is for engine paths and flags, not a shell). `None` on an open quote.
+pub fn split_command(command: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in command.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => word.push(c),
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                in_word = true;
+            }
+            None if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            None => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    if in_word {
+        words.push(word);
+    }
+    Some(words)
+}
+
+impl PlayerFactory for PlayerSpec {
+    fn name(&self) -> String {
+        PlayerSpec::name(self)
+    }
+
+    fn build(&self) -> Result<Box<dyn Player>, PlayerError> {
+        match self {
+            PlayerSpec::Random { seed } => Ok(Box::new(RandomPlayer::new(*seed))),
+            PlayerSpec::AlphaBeta { depth } => Ok(Box::new(AlphaBetaPlayer::new(*depth))),
+            PlayerSpec::Uci(config) => Ok(Box::new(UciPlayer::start(config.clone())?)),
+            PlayerSpec::Mcts { .. } | PlayerSpec::Model { .. } => crate::search::build(self)
+                .ok_or_else(|| {
+                    PlayerError::Other(format!(
+                        "{}: MCTS players need the yari-selfplay search, which this build lacks",
+                        PlayerSpec::name(self)
+                    ))
+                })?,
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! A client for external UCI engines (Fairy-Stockfish and anything speaking its dialect).
+//!
+//! Every read has a deadline and a dead process is noticed at once (its output pipe closes),
+//! so an engine that hangs or crashes costs it the game instead of hanging the match. The
+//! arena, not the engine, judges moves: Fairy-Stockfish silently drops an illegal move list,
+//! so the client only parses `bestmove`, and the game loop checks legality.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use yari_rules::Move;
+
+use crate::player::{GameView, Player, PlayerError};
+
+/// How the engine is asked to search each move.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SearchLimit {
+    /// `go nodes N`
+    Nodes(u64),
+    /// `go movetime MS`
+    MoveTime(u64),
+    /// `go depth D`
+    Depth(u32),
+}
+
+/// How to run and talk to an engine. Parsed from a player spec, see [`crate::spec`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct UciConfig {
+    /// Program and arguments (no shell involved: the child is the engine itself, so killing
+    /// it on drop really ends it).
+    pub argv: Vec<String>,
+    /// The name in game records and ratings.
+    pub name: String,
+    pub limit: SearchLimit,
+    /// Deadline for every answer: `uciok`, `readyok`, and `bestmove` (added to the move time).
+    pub timeout: Duration,
+    /// Extra `setoption name N value V` lines, sent after the variant.
+    pub options: Vec<(String, String)>,
+}
+
+impl UciConfig {
+    /// An engine with default limits: `go nodes 1000`, 30 s deadline.
+    pub fn new(argv: Vec<String>) -> Self {
+        UciConfig {
+            name: format!("uci:{}", argv.join(" ")),
+            argv,
+            limit: SearchLimit::Nodes(1000),
+            timeout: Duration::from_secs(30),
+            options: Vec::new(),
+        }
+    }
+}
+
+/// A running engine. Killed on drop.
+pub struct UciEngine {
+    config: UciConfig,
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    /// `id name` as the engine announced it.
+    engine_name: Option<String>,
+}
+
+impl std::fmt::Debug for UciEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UciEngine")
+            .field("name", &self.config.name)
+            .field("pid", &self.child.id())
+            .finish()
+    }
+}
+
+impl UciEngine {
+    /// Starts the engine and completes the handshake: `uci`/`uciok`, the variant when the
+    /// engine has a `UCI_Variant` option, the configured options, `isready`/`readyok`.
+    pub fn start(config: UciConfig) -> Result<UciEngine, PlayerError> {
+        let (program, args) = config
+            .argv
+            .split_first()
+            .ok_or_else(|| PlayerError::Protocol("empty engine command".into()))?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|source| PlayerError::Spawn {
+                command: config.argv.join(" "),
+                source,
+            })?;
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let stdout = child.stdout.take().expect("stdout was piped");
+        let (tx, rx) = mpsc::channel();
+        // The reader thread ends when the engine's stdout closes (exit or kill); a closed
+        // channel is how the client learns that the engine died.
+        std::thread::Builder::new()
+            .name("uci-reader".into())
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(PlayerError::Io)?;
+        let mut engine = UciEngine {
+            config,
+            child,
+            stdin,
+            lines: rx,
+            engine_name: None,
+        };
+        engine.handshake()?;
+        Ok(engine)
+    }
+
+    fn handshake(&mut self) -> Result<(), PlayerError> {
+        self.send("uci")?;
+        let mut variant_option: Option<String> = None;
+        let timeout = self.config.timeout;
+        loop {
+            let line = self.read_line("uciok", timeout)?;
+            let line = line.trim();
+            if line == "uciok" {
+                break;
+            }
+            if let Some(name) = line.strip_prefix("id name ") {
+                self.engine_name = Some(name.to_string());
+            }
+            if line.starts_with("option name UCI_Variant ") {
+                variant_option = Some(line.to_string());
+            }
+        }
+        if let Some(option) = variant_option {
+            if !option.split_whitespace().any(|w| w == "yarishogi") {
+                return Err(PlayerError::UnsupportedVariant);
+            }
+            self.send("setoption name UCI_Variant value yarishogi")?;
+        }
+        for (name, value) in self.config.options.clone() {
+            self.send(&format!("setoption name {name} value {value}"))?;
+        }
+        self.sync()
+    }
+
+    /// `isready` → `readyok`.
+    fn sync(&mut self) -> Result<(), PlayerError> {
+        self.send("isready")?;
+        let timeout = self.config.timeout;
+        loop {
+            if self.read_line("readyok", timeout)?.trim() == "readyok" {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The name the engine gave in `id name`.
+    pub fn engine_name(&self) -> Option<&str> {
+        self.engine_name.as_deref()
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), PlayerError> {
+        let result = writeln!(self.stdin, "{line}").and_then(|_| self.stdin.flush());
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(PlayerError::Died {
+                waiting_for: format!("a reader of {line:?}"),
+                status: self.exit_status(),
+            }),
+            Err(e) => Err(PlayerError::Io(e)),
+        }
+    }
+
+    fn read_line(&mut self, waiting_for: &str, timeout: Duration) -> Result<String, PlayerError> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(line) => Ok(line),
+            Err(RecvTimeoutError::Timeout) => Err(PlayerError::Timeout {
+                waiting_for: waiting_for.to_string(),
+                after: timeout,
+            }),
+            Err(RecvTimeoutError::Disconnected) => Err(PlayerError::Died {
+                waiting_for: waiting_for.to_string(),
+                status: self.exit_status(),
+            }),
+        }
+    }
+
+    fn exit_status(&mut self) -> Option<String> {
+        // The pipe may close a moment before the process is reaped.
+        let deadline = Instant::now() + Duration::from_millis(200);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status.to_string()),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Asks for a move in the game so far; returns the raw `bestmove` text.
+    pub fn go(&mut self, start_fen: &str, moves: &[Move]) -> Result<String, PlayerError> {
+        let mut cmd = format!("position fen {start_fen}");
+        if !moves.is_empty() {
+            cmd.push_str(" moves");
+            for mv in moves {
+                cmd.push(' ');
+                cmd.push_str(&mv.to_string());
+            }
+        }
+        self.send(&cmd)?;
+        let (go, extra) = match self.config.limit {
+            SearchLimit::Nodes(n) => (format!("go nodes {n}"), Duration::ZERO),
+            SearchLimit::MoveTime(ms) => (format!("go movetime {ms}"), Duration::from_millis(ms)),
+            SearchLimit::Depth(d) => (format!("go depth {d}"), Duration::ZERO),
+        };
+        self.send(&go)?;
+        let deadline = Instant::now() + self.config.timeout + extra;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.read_line("bestmove", left)?;
+            let mut words = line.split_whitespace();
+            if words.next() == Some("bestmove") {
+                return match words.next() {
+                    Some(text) => Ok(text.to_string()),
+                    None => Err(PlayerError::Protocol("bestmove without a move".into())),
+                };
+            }
+        }
+    }
+}
+
+impl Drop for UciEngine {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit").and_then(|_| self.stdin.flush());
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A [`Player`] backed by an external engine.
+#[derive(Debug)]
+pub struct UciPlayer {
+    engine: UciEngine,
+}
+
+impl UciPlayer {
+    /// Starts the engine (see [`UciEngine::start`]).
+    pub fn start(config: UciConfig) -> Result<UciPlayer, PlayerError> {
+        Ok(UciPlayer {
+            engine: UciEngine::start(config)?,
+        })
+    }
+
+    pub fn engine(&self) -> &UciEngine {
+        &self.engine
+    }
+}
+
+impl Player for UciPlayer {
+    fn name(&self) -> &str {
+        &self.engine.config.name
+    }
+
+    fn new_game(&mut self, _seed: u64) -> Result<(), PlayerError> {
+        self.engine.send("ucinewgame")?;
+        self.engine.sync()
+    }
+
+    fn choose_move(&mut self, game: &GameView<'_>) -> Result<Move, PlayerError> {
+        let text = self.engine.go(game.start_fen, game.moves)?;
+        if text == "(none)" || text == "0000" {
+            return Err(PlayerError::NoMove(format!("bestmove {text}")));
+        }
+        Move::parse_uci(&text).ok_or(PlayerError::BadMoveText(text))
+    }
+}
