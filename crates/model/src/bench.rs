@@ -1,0 +1,98 @@
+//! Throughput measurement of the net against the machine's own matrix-multiply peak.
+//!
+//! Positions per second alone does not say whether a backend is doing well; comparing the
+//! net's analytic FLOP rate with a large matmul on the same device does.
+
+use std::time::{Duration, Instant};
+
+use burn::tensor::{Device, Distribution, Tensor, TensorData};
+
+use crate::net::{Net, NetConfig};
+
+/// Throughput of the net at one batch size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ForwardBench {
+    /// Positions per forward call.
+    pub batch: usize,
+    /// Forward calls timed.
+    pub iterations: usize,
+    /// Positions evaluated per second, host-to-host (upload, forward, read back).
+    pub positions_per_s: f64,
+    /// Achieved GFLOP/s, from [`NetConfig::flops_per_position`].
+    pub gflops: f64,
+}
+
+/// Times forward passes of `net` at `batch` for at least `min_time` after a warm-up.
+///
+/// The input is random rather than encoded positions so the figure isolates the network;
+/// the upload and read-back of the outputs are included because every evaluation pays them.
+pub fn bench_forward(
+    net: &Net,
+    config: &NetConfig,
+    device: &Device,
+    batch: usize,
+    min_time: Duration,
+) -> ForwardBench {
+    let per = config.input_planes * crate::net::SQUARES;
+    let input: Vec<f32> = (0..batch * per)
+        .map(|i| ((i * 2654435761) % 1000) as f32 / 1000.0)
+        .collect();
+    let run = || {
+        let x = Tensor::<4>::from_data(
+            TensorData::new(
+                input.clone(),
+                [
+                    batch,
+                    config.input_planes,
+                    yari_rules::encoding::RANKS,
+                    yari_rules::encoding::FILES,
+                ],
+            ),
+            device,
+        );
+        let (p, v) = net.forward(x);
+        let p = p.into_data();
+        let v = v.into_data();
+        std::hint::black_box((p, v));
+    };
+    run();
+    run();
+    let start = Instant::now();
+    let mut iterations = 0;
+    while iterations < 3 || start.elapsed() < min_time {
+        run();
+        iterations += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let positions_per_s = (iterations * batch) as f64 / secs;
+    ForwardBench {
+        batch,
+        iterations,
+        positions_per_s,
+        gflops: positions_per_s * config.flops_per_position() as f64 / 1e9,
+    }
+}
+
+/// GFLOP/s of an `n x n` by `n x n` f32 matmul on `device`, best of repeated runs for at least
+/// `min_time`: the practical peak the net's convolutions (im2col + gemm on CPU) can approach.
+pub fn matmul_peak_gflops(device: &Device, n: usize, min_time: Duration) -> f64 {
+    let a = Tensor::<2>::random([n, n], Distribution::Uniform(-1.0, 1.0), device);
+    let b = Tensor::<2>::random([n, n], Distribution::Uniform(-1.0, 1.0), device);
+    let run = || {
+        // Reading back one element forces lazy or asynchronous backends to finish.
+        let c = a.clone().matmul(b.clone());
+        std::hint::black_box(c.slice([0..1, 0..1]).into_data());
+    };
+    run();
+    let flops = 2.0 * (n as f64).powi(3);
+    let start = Instant::now();
+    let mut best = f64::INFINITY;
+    let mut runs = 0;
+    while runs < 3 || start.elapsed() < min_time {
+        let t = Instant::now();
+        run();
+        best = best.min(t.elapsed().as_secs_f64());
+        runs += 1;
+    }
+    flops / best / 1e9
+}

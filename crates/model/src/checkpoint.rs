@@ -1,0 +1,383 @@
+//! One-file checkpoints: metadata and weights together, checksummed, written atomically.
+//!
+//! Layout (all integers little-endian):
+//!
+//! | bytes | content |
+//! | --- | --- |
+//! | 4 | magic `YARI` |
+//! | 4 | format version (`u32`, currently [`FORMAT_VERSION`]) |
+//! | 4 | metadata length `m` (`u32`) |
+//! | 8 | weights length `w` (`u64`) |
+//! | m | metadata, UTF-8 JSON ([`CheckpointMeta`]) |
+//! | w | weights, a burnpack container (burn-store's native format) |
+//! | 4 | CRC-32 (IEEE) of every preceding byte |
+//!
+//! Both lengths sit in the fixed header so a truncated file is recognised as such before
+//! anything else is parsed, and the checksum covers the header too, so a flipped bit
+//! anywhere is caught rather than turning into a wrong-but-loadable net. The metadata is
+//! JSON so that a human (or `jq` after skipping 20 bytes) can read what a file is.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use burn::store::{BurnpackStore, ModuleSnapshot};
+use burn::tensor::{Bytes, Device};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use yari_rules::encoding::{ENCODING_VERSION, INPUT_PLANES, POLICY_SIZE};
+
+use crate::net::{Net, NetConfig};
+
+/// First four bytes of every checkpoint.
+pub const MAGIC: [u8; 4] = *b"YARI";
+/// Version of the container layout above (not of the weights or the encoding).
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER_LEN: usize = 4 + 4 + 4 + 8;
+const CRC_LEN: usize = 4;
+/// Refuse absurd metadata lengths before allocating; real metadata is a few hundred bytes.
+const MAX_META_LEN: u32 = 1 << 20;
+
+/// Everything recorded about a checkpoint besides its weights.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointMeta {
+    /// Shape of the net the weights belong to.
+    pub config: NetConfig,
+    /// Flat policy size the net was trained for; redundant with `config` but stated so a
+    /// reader can check it against its own encoding without knowing the net's layout.
+    pub policy_size: usize,
+    /// `yari_rules::encoding::ENCODING_VERSION` the net was trained with.
+    pub encoding_version: u32,
+    /// Optimiser steps taken to produce these weights.
+    pub step: u64,
+    /// Self-play generation (how many times the net was promoted or retrained).
+    pub generation: u32,
+    /// Name or path of the checkpoint this one was trained from, if any.
+    pub parent: Option<String>,
+    /// Creation time, seconds since the Unix epoch.
+    pub created_unix_s: u64,
+}
+
+impl CheckpointMeta {
+    /// Metadata for a net of `config` under the current encoding, created now.
+    pub fn new(config: NetConfig) -> Self {
+        let created_unix_s = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Self {
+            config,
+            policy_size: config.policy_size(),
+            encoding_version: ENCODING_VERSION,
+            step: 0,
+            generation: 0,
+            parent: None,
+            created_unix_s,
+        }
+    }
+}
+
+/// Why a checkpoint could not be written or read.
+#[derive(Debug, Error)]
+pub enum CheckpointError {
+    /// The file system refused.
+    #[error("checkpoint I/O on {path}: {source}")]
+    Io {
+        /// File being read or written.
+        path: PathBuf,
+        /// Underlying error.
+        source: std::io::Error,
+    },
+    /// Not a checkpoint at all (or its first bytes are damaged).
+    #[error("not a yari checkpoint: magic bytes {found:?}, expected {MAGIC:?}")]
+    BadMagic {
+        /// The first four bytes found.
+        found: [u8; 4],
+    },
+    /// Written by a different version of this container format.
+    #[error("unsupported checkpoint format version {found} (this build reads {FORMAT_VERSION})")]
+    UnsupportedFormat {
+        /// Version in the file.
+        found: u32,
+    },
+    /// Shorter than its header says it is: an interrupted copy or a partial download.
+    #[error("checkpoint truncated: {actual} bytes, header promises {expected}")]
+    Truncated {
+        /// Length the header implies.
+        expected: u64,
+        /// Length found.
+        actual: u64,
+    },
+    /// Longer than its header says it is.
+    #[error("checkpoint has {extra} unexpected trailing bytes")]
+    TrailingData {
+        /// Bytes after the checksum.
+        extra: u64,
+    },
+    /// The content does not match its checksum: the file is corrupt.
+    #[error("checkpoint checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    ChecksumMismatch {
+        /// CRC-32 stored in the file.
+        stored: u32,
+        /// CRC-32 of the content.
+        computed: u32,
+    },
+    /// The metadata block is not the JSON this build expects.
+    #[error("checkpoint metadata unreadable: {0}")]
+    Metadata(#[from] serde_json::Error),
+    /// Trained with another tensor encoding; its inputs and outputs would be misread.
+    #[error("checkpoint uses encoding version {found}, this build uses {expected}")]
+    EncodingMismatch {
+        /// Encoding version in the file.
+        found: u32,
+        /// Encoding version expected.
+        expected: u32,
+    },
+    /// The net in the file has another shape than the one asked for.
+    #[error("checkpoint architecture mismatch: {details}")]
+    ArchitectureMismatch {
+        /// Architecture in the file.
+        found: NetConfig,
+        /// Architecture expected.
+        expected: NetConfig,
+        /// Human-readable list of the fields that differ.
+        details: String,
+    },
+    /// The metadata passed the checks but the weights could not be encoded or applied.
+    #[error("checkpoint weights: {0}")]
+    Weights(String),
+}
+
+/// A checkpoint read into memory and verified (checksum, encoding), but not yet turned into a
+/// net; useful to inspect metadata or to choose a device afterwards.
+#[derive(Clone, Debug)]
+pub struct Checkpoint {
+    /// The checkpoint's metadata.
+    pub meta: CheckpointMeta,
+    weights: Vec<u8>,
+}
+
+impl Checkpoint {
+    /// Parses and verifies checkpoint bytes.
+    ///
+    /// Checks, in order: length against the header, magic, format version, checksum, then the
+    /// metadata's encoding version and input/policy sizes against this build's encoding.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
+        let actual = bytes.len() as u64;
+        if bytes.len() < HEADER_LEN {
+            return Err(CheckpointError::Truncated {
+                expected: (HEADER_LEN + CRC_LEN) as u64,
+                actual,
+            });
+        }
+        let found: [u8; 4] = bytes[0..4].try_into().expect("4 bytes");
+        if found != MAGIC {
+            return Err(CheckpointError::BadMagic { found });
+        }
+        let version = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
+        if version != FORMAT_VERSION {
+            return Err(CheckpointError::UnsupportedFormat { found: version });
+        }
+        let meta_len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        let weights_len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
+        let expected = (HEADER_LEN as u64 + CRC_LEN as u64)
+            .saturating_add(u64::from(meta_len))
+            .saturating_add(weights_len);
+        if meta_len > MAX_META_LEN || actual < expected {
+            // A huge metadata length can only come from damage; report it as the checksum
+            // would, rather than as a truncation the user might try to "repair".
+            if meta_len > MAX_META_LEN {
+                return Err(checksum_error(bytes));
+            }
+            return Err(CheckpointError::Truncated { expected, actual });
+        }
+        if actual > expected {
+            return Err(CheckpointError::TrailingData {
+                extra: actual - expected,
+            });
+        }
+        let body_end = bytes.len() - CRC_LEN;
+        let stored = u32::from_le_bytes(bytes[body_end..].try_into().expect("4 bytes"));
+        let computed = crc32fast::hash(&bytes[..body_end]);
+        if stored != computed {
+            return Err(CheckpointError::ChecksumMismatch { stored, computed });
+        }
+        let meta_end = HEADER_LEN + meta_len as usize;
+        let meta: CheckpointMeta = serde_json::from_slice(&bytes[HEADER_LEN..meta_end])?;
+        if meta.encoding_version != ENCODING_VERSION {
+            return Err(CheckpointError::EncodingMismatch {
+                found: meta.encoding_version,
+                expected: ENCODING_VERSION,
+            });
+        }
+        // Nets whose inputs or outputs do not fit this build's encoding are unusable whatever
+        // the caller expects, so they are rejected here rather than at the first forward pass.
+        let ours = NetConfig {
+            input_planes: INPUT_PLANES,
+            policy_planes: POLICY_SIZE / crate::net::SQUARES,
+            ..meta.config
+        };
+        let fits_encoding = meta.config.input_planes == INPUT_PLANES
+            && meta.config.policy_size() == POLICY_SIZE
+            && meta.policy_size == POLICY_SIZE;
+        if !fits_encoding {
+            return Err(architecture_mismatch(meta.config, ours));
+        }
+        Ok(Self {
+            meta,
+            weights: bytes[meta_end..body_end].to_vec(),
+        })
+    }
+
+    /// Reads and verifies a checkpoint file.
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
+        let path = path.as_ref();
+        let bytes = fs::read(path).map_err(|source| CheckpointError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_bytes(&bytes)
+    }
+
+    /// Builds the net on `device`, first checking it has the `expected` architecture.
+    ///
+    /// Pass the caller's own config when the net must slot into something sized for it
+    /// (training resumption); use [`Checkpoint::into_net_any`] to take whatever the file holds.
+    pub fn into_net(self, expected: &NetConfig, device: &Device) -> Result<Net, CheckpointError> {
+        if self.meta.config != *expected {
+            return Err(architecture_mismatch(self.meta.config, *expected));
+        }
+        self.into_net_any(device)
+    }
+
+    /// Builds the net on `device` with the architecture recorded in the file.
+    pub fn into_net_any(self, device: &Device) -> Result<Net, CheckpointError> {
+        let mut net = self.meta.config.init(device);
+        let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(self.weights)));
+        net.load_from(&mut store)
+            .map_err(|e| CheckpointError::Weights(e.to_string()))?;
+        Ok(net)
+    }
+}
+
+/// Serialises a net and its metadata into checkpoint bytes.
+pub fn to_bytes(net: &Net, meta: &CheckpointMeta) -> Result<Vec<u8>, CheckpointError> {
+    let mut store = BurnpackStore::from_bytes(None);
+    net.save_into(&mut store)
+        .map_err(|e| CheckpointError::Weights(e.to_string()))?;
+    let weights = store
+        .get_bytes()
+        .map_err(|e| CheckpointError::Weights(e.to_string()))?;
+    let meta_json = serde_json::to_vec(meta)?;
+    let meta_len = u32::try_from(meta_json.len())
+        .ok()
+        .filter(|&l| l <= MAX_META_LEN)
+        .ok_or_else(|| CheckpointError::Weights("metadata too large".into()))?;
+    let mut out = Vec::with_capacity(HEADER_LEN + meta_json.len() + weights.len() + CRC_LEN);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&meta_len.to_le_bytes());
+    out.extend_from_slice(&(weights.len() as u64).to_le_bytes());
+    out.extend_from_slice(&meta_json);
+    out.extend_from_slice(&weights);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}
+
+/// Writes a checkpoint atomically: readers see the old file or the complete new one, never a
+/// partial write, even if the process dies mid-way (self-play workers poll for new nets).
+pub fn save(
+    path: impl AsRef<Path>,
+    net: &Net,
+    meta: &CheckpointMeta,
+) -> Result<(), CheckpointError> {
+    let path = path.as_ref();
+    let bytes = to_bytes(net, meta)?;
+    write_atomic(path, &bytes).map_err(|source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Reads a checkpoint and builds its net on `device`, checking it has the `expected`
+/// architecture and this build's encoding version.
+pub fn load(
+    path: impl AsRef<Path>,
+    expected: &NetConfig,
+    device: &Device,
+) -> Result<(Net, CheckpointMeta), CheckpointError> {
+    let ckpt = Checkpoint::read(path)?;
+    let meta = ckpt.meta.clone();
+    Ok((ckpt.into_net(expected, device)?, meta))
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"))?;
+    // Same directory, so the rename cannot cross file systems; pid-tagged so concurrent
+    // writers of the same path do not clobber each other's temp file.
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, path)?;
+        // Persist the rename itself; not all platforms allow opening a directory.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn checksum_error(bytes: &[u8]) -> CheckpointError {
+    let body_end = bytes.len().saturating_sub(CRC_LEN);
+    let stored = bytes
+        .get(body_end..)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)
+        .unwrap_or(0);
+    CheckpointError::ChecksumMismatch {
+        stored,
+        computed: crc32fast::hash(&bytes[..body_end]),
+    }
+}
+
+fn architecture_mismatch(found: NetConfig, expected: NetConfig) -> CheckpointError {
+    let mut diffs = Vec::new();
+    let mut cmp = |name: &str, f: usize, e: usize| {
+        if f != e {
+            diffs.push(format!("{name} is {f}, expected {e}"));
+        }
+    };
+    cmp("blocks", found.blocks, expected.blocks);
+    cmp("channels", found.channels, expected.channels);
+    cmp("input_planes", found.input_planes, expected.input_planes);
+    cmp("policy_planes", found.policy_planes, expected.policy_planes);
+    cmp(
+        "value_channels",
+        found.value_channels,
+        expected.value_channels,
+    );
+    cmp("value_hidden", found.value_hidden, expected.value_hidden);
+    CheckpointError::ArchitectureMismatch {
+        found,
+        expected,
+        details: diffs.join(", "),
+    }
+}

@@ -1,0 +1,58 @@
+//! The Yari Shogi policy/value network, its checkpoints, and the evaluation interface that
+//! search and arena share.
+//!
+//! The backend is chosen by Cargo features (`flex`, the default; `ndarray`; `wgpu`; `cuda`)
+//! and, at run time, by the [`Device`] a net is built on: burn 0.22 tensors carry their
+//! backend in their device, so there is one code path for all of them, with or without
+//! autodiff.
+
+pub mod bench;
+pub mod checkpoint;
+pub mod eval;
+pub mod net;
+
+pub use burn::tensor::Device;
+pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};
+pub use eval::{Evaluation, Evaluator, NetEvaluator, UniformEvaluator};
+pub use net::{Net, NetConfig};
+
+/// The device a plain run should use: the first enabled backend in burn's priority order
+/// (GPU backends before CPU ones), unless the `BURN_DEVICE` environment variable names one.
+pub fn default_device() -> Device {
+    Device::default()
+}
+
+/// Backends compiled into this build, by the names [`device_named`] accepts.
+pub fn available_backends() -> Vec<&'static str> {
+    let mut names = Vec::new();
+    if cfg!(feature = "flex") {
+        names.push("flex");
+    }
+    if cfg!(feature = "ndarray") {
+        names.push("ndarray");
+    }
+    if cfg!(feature = "wgpu") {
+        names.push("wgpu");
+    }
+    if cfg!(feature = "cuda") {
+        names.push("cuda");
+    }
+    names
+}
+
+/// A device of the named backend, if that backend is compiled in; lets benchmarks and tools
+/// compare backends within one binary.
+pub fn device_named(name: &str) -> Option<Device> {
+    match name {
+        #[cfg(feature = "flex")]
+        "flex" => Some(Device::flex()),
+        #[cfg(feature = "ndarray")]
+        #[allow(deprecated)] // measured against flex on purpose
+        "ndarray" => Some(Device::ndarray()),
+        #[cfg(feature = "wgpu")]
+        "wgpu" => Some(Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)),
+        #[cfg(feature = "cuda")]
+        "cuda" => Some(Device::cuda(0)),
+        _ => None,
+    }
+}

@@ -1,0 +1,179 @@
+//! The residual policy/value network.
+//!
+//! burn 0.22 tensors carry their backend in their [`Device`] instead of a type parameter, so
+//! this single module definition serves every backend (flex, ndarray, wgpu, cuda) and autodiff
+//! alike: a net built on `device.autodiff()` trains, the same net on a plain device infers
+//! without building a graph.
+
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::tensor::activation::relu;
+use burn::tensor::{Device, Tensor};
+use serde::{Deserialize, Serialize};
+use yari_rules::encoding::{FILES, INPUT_PLANES, POLICY_PLANES, RANKS};
+
+/// Squares per plane; every plane is a 9 x 7 board.
+pub const SQUARES: usize = RANKS * FILES;
+
+/// Architecture of the network: everything that decides the shapes of the weights.
+///
+/// It is stored in every checkpoint so that a file can only be loaded into a net of the
+/// same shape, and so that tools can rebuild the net without being told its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetConfig {
+    /// Residual blocks in the trunk (two 3x3 convolutions each).
+    pub blocks: usize,
+    /// Channels of every trunk convolution.
+    pub channels: usize,
+    /// Input planes `C` of the `[C, 9, 7]` position tensor.
+    pub input_planes: usize,
+    /// Policy planes; the policy is `[policy_planes, 9, 7]` flattened plane-major.
+    pub policy_planes: usize,
+    /// Channels of the 1x1 convolution that starts the value head.
+    pub value_channels: usize,
+    /// Width of the hidden fully connected layer of the value head.
+    pub value_hidden: usize,
+}
+
+impl Default for NetConfig {
+    /// The size used for CPU self-play.
+    ///
+    /// 6 x 64 was measured in `yari bench nn` as the point where the net still evaluates
+    /// around a thousand positions a second on two cores; wider nets cost quadratically.
+    fn default() -> Self {
+        Self::new(6, 64)
+    }
+}
+
+impl NetConfig {
+    /// A net of the given trunk size, with the encoding's input and policy planes.
+    pub fn new(blocks: usize, channels: usize) -> Self {
+        Self {
+            blocks,
+            channels,
+            input_planes: INPUT_PLANES,
+            policy_planes: POLICY_PLANES,
+            value_channels: 32,
+            value_hidden: 128,
+        }
+    }
+
+    /// Size of the flat policy output.
+    pub fn policy_size(&self) -> usize {
+        self.policy_planes * SQUARES
+    }
+
+    /// Multiply-accumulates of one forward pass for one position.
+    ///
+    /// Counted analytically so benchmarks can report GFLOP/s (2 x MACs) without a profiler;
+    /// batch norm, ReLU and softmax are elementwise and left out.
+    pub fn macs_per_position(&self) -> u64 {
+        let c = self.channels as u64;
+        let sq = SQUARES as u64;
+        let conv3 = |cin: u64, cout: u64| cin * cout * 9 * sq;
+        let stem = conv3(self.input_planes as u64, c);
+        let trunk = self.blocks as u64 * 2 * conv3(c, c);
+        let policy = conv3(c, c) + c * self.policy_planes as u64 * sq;
+        let vc = self.value_channels as u64;
+        let value = c * vc * sq + vc * sq * self.value_hidden as u64 + self.value_hidden as u64 * 3;
+        stem + trunk + policy + value
+    }
+
+    /// Floating-point operations of one forward pass for one position (2 x MACs).
+    pub fn flops_per_position(&self) -> u64 {
+        2 * self.macs_per_position()
+    }
+
+    /// Builds a freshly initialised net on `device`.
+    pub fn init(&self, device: &Device) -> Net {
+        let c = self.channels;
+        let blocks = (0..self.blocks)
+            .map(|_| ResBlock {
+                conv1: conv3x3(c, c, device),
+                bn1: BatchNormConfig::new(c).init(device),
+                conv2: conv3x3(c, c, device),
+                bn2: BatchNormConfig::new(c).init(device),
+            })
+            .collect();
+        let vc = self.value_channels;
+        Net {
+            stem: conv3x3(self.input_planes, c, device),
+            stem_bn: BatchNormConfig::new(c).init(device),
+            blocks,
+            policy_conv: conv3x3(c, c, device),
+            policy_bn: BatchNormConfig::new(c).init(device),
+            policy_out: Conv2dConfig::new([c, self.policy_planes], [1, 1]).init(device),
+            value_conv: Conv2dConfig::new([c, vc], [1, 1])
+                .with_bias(false)
+                .init(device),
+            value_bn: BatchNormConfig::new(vc).init(device),
+            value_fc: LinearConfig::new(vc * SQUARES, self.value_hidden).init(device),
+            value_out: LinearConfig::new(self.value_hidden, 3).init(device),
+        }
+    }
+}
+
+/// A 3x3 same-padded convolution without bias: the batch norm that follows supplies the shift.
+fn conv3x3(cin: usize, cout: usize, device: &Device) -> Conv2d {
+    Conv2dConfig::new([cin, cout], [3, 3])
+        .with_padding(PaddingConfig2d::Same)
+        .with_bias(false)
+        .init(device)
+}
+
+/// One residual block: conv-bn-relu-conv-bn, plus the skip connection, then relu.
+#[derive(Module, Debug)]
+pub struct ResBlock {
+    conv1: Conv2d,
+    bn1: BatchNorm,
+    conv2: Conv2d,
+    bn2: BatchNorm,
+}
+
+impl ResBlock {
+    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let y = relu(self.bn1.forward(self.conv1.forward(x.clone())));
+        let y = self.bn2.forward(self.conv2.forward(y));
+        relu(y + x)
+    }
+}
+
+/// The policy/value network.
+///
+/// Batch norm follows the device: on an autodiff device it uses batch statistics and updates
+/// its running averages (training), elsewhere it uses the running averages (inference).
+#[derive(Module, Debug)]
+pub struct Net {
+    stem: Conv2d,
+    stem_bn: BatchNorm,
+    blocks: Vec<ResBlock>,
+    policy_conv: Conv2d,
+    policy_bn: BatchNorm,
+    policy_out: Conv2d,
+    value_conv: Conv2d,
+    value_bn: BatchNorm,
+    value_fc: Linear,
+    value_out: Linear,
+}
+
+impl Net {
+    /// Runs the net on a batch of encoded positions `[batch, C, 9, 7]`.
+    ///
+    /// Returns the policy logits `[batch, policy_size]` (plane-major, matching
+    /// `yari_rules::encoding::index_of`) and the win/draw/loss logits `[batch, 3]` from the
+    /// side to move's view. Logits rather than probabilities, because training wants
+    /// log-softmax and search softmaxes over legal moves only.
+    pub fn forward(&self, input: Tensor<4>) -> (Tensor<2>, Tensor<2>) {
+        let mut x = relu(self.stem_bn.forward(self.stem.forward(input)));
+        for block in &self.blocks {
+            x = block.forward(x);
+        }
+        let p = relu(self.policy_bn.forward(self.policy_conv.forward(x.clone())));
+        let policy = self.policy_out.forward(p).flatten::<2>(1, 3);
+        let v = relu(self.value_bn.forward(self.value_conv.forward(x)));
+        let v = relu(self.value_fc.forward(v.flatten::<2>(1, 3)));
+        let wdl = self.value_out.forward(v);
+        (policy, wdl)
+    }
+}
