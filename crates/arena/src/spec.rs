@@ -228,3 +228,68 @@ impl PlayerFactory for PlayerSpec {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_form() {
+        assert_eq!(
+            PlayerSpec::parse("random").unwrap(),
+            PlayerSpec::Random { seed: 0 }
+        );
+        assert_eq!(
+            PlayerSpec::parse("random:7").unwrap(),
+            PlayerSpec::Random { seed: 7 }
+        );
+        assert_eq!(
+            PlayerSpec::parse("alphabeta:3").unwrap(),
+            PlayerSpec::AlphaBeta { depth: 3 }
+        );
+        assert_eq!(
+            PlayerSpec::parse("mcts:800").unwrap(),
+            PlayerSpec::Mcts { sims: 800 }
+        );
+        assert_eq!(
+            PlayerSpec::parse("model:runs/a:b/ckpt.bin:64").unwrap(),
+            PlayerSpec::Model {
+                path: "runs/a:b/ckpt.bin".into(),
+                sims: 64
+            }
+        );
+        let PlayerSpec::Uci(c) = PlayerSpec::parse("uci:node 'my dir/uci.js' -x").unwrap() else {
+            panic!()
+        };
+        assert_eq!(c.argv, ["node", "my dir/uci.js", "-x"]);
+        assert_eq!(c.limit, SearchLimit::Nodes(1000));
+        assert_eq!(c.name, "uci:node 'my dir/uci.js' -x");
+        let PlayerSpec::Uci(c) =
+            PlayerSpec::parse("uci[movetime=50, timeout=2.5, Hash=16, name=e]:./engine").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(c.argv, ["./engine"]);
+        assert_eq!(c.limit, SearchLimit::MoveTime(50));
+        assert_eq!(c.timeout, Duration::from_millis(2500));
+        assert_eq!(c.options, [("Hash".to_string(), "16".to_string())]);
+        assert_eq!(c.name, "e");
+        let PlayerSpec::Uci(c) = PlayerSpec::parse("fsf[nodes=500]").unwrap() else {
+            panic!()
+        };
+        assert_eq!(c.argv[..2], ["node", "--no-experimental-fetch"]);
+        assert_eq!(c.limit, SearchLimit::Nodes(500));
+        assert_eq!(c.name, "fsf[nodes=500]");
+    }
+
+    #[test]
+    fn rejects_nonsense() {
+        assert!(PlayerSpec::parse("alphabeta:x").is_err());
+        assert!(PlayerSpec::parse("stockfish").is_err());
+        assert!(PlayerSpec::parse("uci:").is_err());
+        assert!(PlayerSpec::parse("uci:'open").is_err());
+        assert!(PlayerSpec::parse("uci[nodes]:x").is_err());
+        assert!(PlayerSpec::parse("uci[timeout=-1]:x").is_err());
+        assert!(PlayerSpec::parse("model:file").is_err());
+    }
+}
