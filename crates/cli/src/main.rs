@@ -1,8 +1,14 @@
 //! `yari`: the command-line front end of yari-zero. Each subcommand is a thin layer over the
 //! library crates.
 
+mod bench_nn;
+mod engine;
+mod play_cmd;
+mod uci_cmd;
+
 use std::io::{BufRead, Write};
-use std::time::Instant;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -37,6 +43,27 @@ enum Command {
         #[arg(long)]
         fen: Option<String>,
     },
+    /// Play a game against the network in the terminal.
+    Play {
+        /// Network file (default: the shipped data/models/default.yari; `uniform` for none).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Your colour.
+        #[arg(long, default_value = "white", value_parser = ["white", "black"])]
+        color: String,
+        /// Simulations per engine move.
+        #[arg(long, conflicts_with = "movetime")]
+        sims: Option<u32>,
+        /// Thinking time per engine move, in milliseconds.
+        #[arg(long)]
+        movetime: Option<u64>,
+    },
+    /// Run as a UCI engine (Fairy-Stockfish's dialect, variant yarishogi) on stdin/stdout.
+    Uci {
+        /// Network file (default: the shipped data/models/default.yari; `uniform` for none).
+        #[arg(long)]
+        model: Option<PathBuf>,
+    },
     /// Measure speed.
     Bench {
         #[command(subcommand)]
@@ -46,6 +73,13 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Network positions per second at batch 1, 64 and 256, against the matmul peak.
+    Nn {
+        #[arg(long)]
+        batch: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Perft leaves per second: start position depths 5 and 6, and a middle game with full hands.
     Perft {
         /// Print one JSON object instead of a table.
@@ -64,7 +98,39 @@ fn main() -> Result<()> {
         Command::Legal { fen } => legal(fen.as_deref()),
         Command::Bench { what } => match what {
             BenchCommand::Perft { json, quick } => bench_perft(json, quick),
+            BenchCommand::Nn { batch, json } => bench_nn::run(batch, json),
         },
+        Command::Play {
+            model,
+            color,
+            sims,
+            movetime,
+        } => {
+            let (evaluator, _) = engine::load_evaluator(model.as_deref())?;
+            let person = if color == "black" {
+                yari_rules::Color::Black
+            } else {
+                yari_rules::Color::White
+            };
+            let budget = match movetime {
+                Some(ms) => engine::Budget {
+                    simulations: None,
+                    movetime: Some(Duration::from_millis(ms)),
+                },
+                None => engine::Budget::simulations(sims.unwrap_or(400)),
+            };
+            play_cmd::run(
+                &engine::Engine::new(evaluator),
+                person,
+                budget,
+                &mut std::io::stdin().lock(),
+                &mut std::io::stdout(),
+            )
+        }
+        Command::Uci { model } => {
+            let (evaluator, name) = engine::load_evaluator(model.as_deref())?;
+            uci_cmd::run(engine::Engine::new(evaluator), &name)
+        }
     }
 }
 
