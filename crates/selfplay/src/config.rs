@@ -1,0 +1,325 @@
+//! Search and self-play settings.
+//!
+//! Both structs deserialize from TOML with every field optional (missing fields keep their
+//! defaults), so a config file only names what it changes; `validate` then rejects values
+//! that would make search misbehave silently rather than fail loudly.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// A setting outside the range search or self-play can work with.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("invalid config: `{field}` = {value}: {reason}")]
+pub struct ConfigError {
+    /// The offending field, dotted for nested tables (`search.c_puct`).
+    pub field: &'static str,
+    /// The value as given.
+    pub value: String,
+    /// What the field needs.
+    pub reason: &'static str,
+}
+
+fn check(
+    ok: bool,
+    field: &'static str,
+    value: impl ToString,
+    reason: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError {
+            field,
+            value: value.to_string(),
+            reason,
+        })
+    }
+}
+
+/// How one search chooses where to spend its simulations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Gumbel root search (sequential halving, completed-Q policy target) instead of PUCT.
+    /// It improves the policy even with a handful of simulations, which is what a CPU affords.
+    pub gumbel: bool,
+    /// Gumbel: actions sampled (Gumbel top-k) for sequential halving at the root. Fewer
+    /// actions give each one more simulations; more actions make it likelier that the best
+    /// move is considered at all.
+    pub gumbel_considered: usize,
+    /// Gumbel: scale of the Gumbel noise at the root. 1 samples moves in self-play; 0 makes
+    /// the search deterministic (arena, analysis).
+    pub gumbel_scale: f32,
+    /// Gumbel: `c_visit` of the σ transform of Q (mctx default 50); larger trusts Q sooner.
+    pub gumbel_c_visit: f32,
+    /// Gumbel: `c_scale` of the σ transform of Q (mctx default 0.1).
+    pub gumbel_c_scale: f32,
+    /// PUCT exploration constant: weight of prior over value when choosing a child.
+    pub c_puct: f32,
+    /// PUCT first-play urgency: an unvisited child is valued at the parent's value minus this
+    /// times the square root of the prior mass already visited, so search widens only when
+    /// the visited moves disappoint.
+    pub fpu_reduction: f32,
+    /// PUCT: concentration of the Dirichlet noise mixed into the root priors (roughly 10 over
+    /// the typical number of legal moves).
+    pub dirichlet_alpha: f32,
+    /// PUCT: weight of the Dirichlet noise at the root of self-play searches (0 disables it);
+    /// it makes sure every move is tried now and then, whatever the net thinks of it.
+    pub dirichlet_fraction: f32,
+    /// Plies after which a game is adjudicated a draw (0: no cap). Search treats positions at
+    /// the cap as drawn, so it sees the same ending the game will have.
+    pub ply_cap: u32,
+    /// Keep the subtree of the played move for the next search instead of starting afresh:
+    /// simulations already spent there are not wasted.
+    pub reuse_tree: bool,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self {
+            gumbel: true,
+            gumbel_considered: 16,
+            gumbel_scale: 1.0,
+            gumbel_c_visit: 50.0,
+            gumbel_c_scale: 0.1,
+            c_puct: 1.25,
+            fpu_reduction: 0.25,
+            dirichlet_alpha: 0.3,
+            dirichlet_fraction: 0.25,
+            ply_cap: 320,
+            reuse_tree: true,
+        }
+    }
+}
+
+impl SearchConfig {
+    /// Plain PUCT with visit-count targets and no noise: the usual setting for analysis.
+    pub fn puct() -> Self {
+        Self {
+            gumbel: false,
+            dirichlet_fraction: 0.0,
+            ..Self::default()
+        }
+    }
+
+    /// The ply cap as the rules crate takes it.
+    pub fn ply_cap(&self) -> Option<usize> {
+        (self.ply_cap > 0).then_some(self.ply_cap as usize)
+    }
+
+    /// Checks every field; see [`ConfigError`].
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let finite_nonneg = |v: f32| v.is_finite() && v >= 0.0;
+        check(
+            self.gumbel_considered >= 1,
+            "search.gumbel_considered",
+            self.gumbel_considered,
+            "must be at least 1",
+        )?;
+        check(
+            finite_nonneg(self.gumbel_scale),
+            "search.gumbel_scale",
+            self.gumbel_scale,
+            "must be finite and >= 0",
+        )?;
+        check(
+            finite_nonneg(self.gumbel_c_visit),
+            "search.gumbel_c_visit",
+            self.gumbel_c_visit,
+            "must be finite and >= 0",
+        )?;
+        check(
+            self.gumbel_c_scale.is_finite() && self.gumbel_c_scale > 0.0,
+            "search.gumbel_c_scale",
+            self.gumbel_c_scale,
+            "must be finite and > 0",
+        )?;
+        check(
+            self.c_puct.is_finite() && self.c_puct > 0.0,
+            "search.c_puct",
+            self.c_puct,
+            "must be finite and > 0",
+        )?;
+        check(
+            finite_nonneg(self.fpu_reduction) && self.fpu_reduction <= 2.0,
+            "search.fpu_reduction",
+            self.fpu_reduction,
+            "must be in [0, 2]",
+        )?;
+        check(
+            self.dirichlet_alpha.is_finite() && self.dirichlet_alpha > 0.0,
+            "search.dirichlet_alpha",
+            self.dirichlet_alpha,
+            "must be finite and > 0",
+        )?;
+        check(
+            (0.0..=1.0).contains(&self.dirichlet_fraction),
+            "search.dirichlet_fraction",
+            self.dirichlet_fraction,
+            "must be in [0, 1]",
+        )?;
+        Ok(())
+    }
+}
+
+/// Everything a self-play run needs besides the network and the number of games.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SelfplayConfig {
+    /// The search each move runs; its `ply_cap` is overridden by [`SelfplayConfig::ply_cap`].
+    pub search: SearchConfig,
+    /// Simulations of a full search, whose position becomes a training sample.
+    pub full_simulations: u32,
+    /// Simulations of a cheap search (playout cap randomization): it only picks the move and
+    /// is not trained on, so games get longer for the same compute.
+    pub cheap_simulations: u32,
+    /// Fraction of moves that get a full search (1 trains on every move, as plain AlphaZero).
+    pub full_search_fraction: f32,
+    /// PUCT move choice: temperature of the first move; moves are sampled in proportion to
+    /// visits^(1/T). Gumbel search ignores the temperature: its root noise already samples.
+    pub temperature_start: f32,
+    /// PUCT move choice: temperature once `temperature_plies` were played (0 plays the most
+    /// visited move).
+    pub temperature_end: f32,
+    /// PUCT move choice: plies over which the temperature falls linearly from start to end,
+    /// so openings vary while the rest of the game is played to win.
+    pub temperature_plies: u32,
+    /// A side resigns when its search value stays below this (in [-1, 1]); -1 never resigns.
+    pub resign_threshold: f32,
+    /// Consecutive own moves below the threshold before resigning, so one noisy cheap search
+    /// does not end a game.
+    pub resign_consecutive: u32,
+    /// Fraction of games played out with resignation off, to measure how often resigning
+    /// would have been wrong (the false-resign rate).
+    pub resign_disabled_fraction: f32,
+    /// Plies after which a game is a draw by adjudication; keeps shuffling games finite.
+    pub ply_cap: u32,
+    /// Games in flight at once: their leaves form one network batch, so this is the batch size.
+    pub concurrent_games: usize,
+    /// Games per record shard file.
+    pub games_per_shard: usize,
+    /// Seed of everything random; game `i` uses its own stream derived from (seed, i), so
+    /// results do not depend on thread count or scheduling.
+    pub seed: u64,
+}
+
+impl Default for SelfplayConfig {
+    /// Sized for a 2-core CPU and the default 6x64 net (about a thousand evaluations a
+    /// second): Gumbel search with 64 simulations on a quarter of the moves and 16 on the
+    /// rest averages 28 evaluations a move.
+    fn default() -> Self {
+        Self {
+            search: SearchConfig::default(),
+            full_simulations: 64,
+            cheap_simulations: 16,
+            full_search_fraction: 0.25,
+            temperature_start: 1.0,
+            temperature_end: 0.1,
+            temperature_plies: 30,
+            resign_threshold: -0.95,
+            resign_consecutive: 3,
+            resign_disabled_fraction: 0.1,
+            ply_cap: 320,
+            concurrent_games: 128,
+            games_per_shard: 100,
+            seed: 0,
+        }
+    }
+}
+
+impl SelfplayConfig {
+    /// The search settings with the self-play ply cap applied.
+    pub fn effective_search(&self) -> SearchConfig {
+        SearchConfig {
+            ply_cap: self.ply_cap,
+            ..self.search.clone()
+        }
+    }
+
+    /// Checks every field, the nested search config included; see [`ConfigError`].
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.search.validate()?;
+        let fraction = |v: f32| (0.0..=1.0).contains(&v);
+        check(
+            self.full_simulations >= 1,
+            "full_simulations",
+            self.full_simulations,
+            "must be at least 1",
+        )?;
+        check(
+            self.cheap_simulations <= self.full_simulations,
+            "cheap_simulations",
+            self.cheap_simulations,
+            "must be at most full_simulations",
+        )?;
+        check(
+            fraction(self.full_search_fraction),
+            "full_search_fraction",
+            self.full_search_fraction,
+            "must be in [0, 1]",
+        )?;
+        check(
+            self.temperature_start.is_finite() && self.temperature_start >= 0.0,
+            "temperature_start",
+            self.temperature_start,
+            "must be finite and >= 0",
+        )?;
+        check(
+            self.temperature_end.is_finite() && self.temperature_end >= 0.0,
+            "temperature_end",
+            self.temperature_end,
+            "must be finite and >= 0",
+        )?;
+        check(
+            (-1.0..=1.0).contains(&self.resign_threshold),
+            "resign_threshold",
+            self.resign_threshold,
+            "must be in [-1, 1]",
+        )?;
+        check(
+            self.resign_consecutive >= 1,
+            "resign_consecutive",
+            self.resign_consecutive,
+            "must be at least 1",
+        )?;
+        check(
+            fraction(self.resign_disabled_fraction),
+            "resign_disabled_fraction",
+            self.resign_disabled_fraction,
+            "must be in [0, 1]",
+        )?;
+        check(
+            (1..=10_000).contains(&self.ply_cap),
+            "ply_cap",
+            self.ply_cap,
+            "must be in 1..=10000",
+        )?;
+        check(
+            (1..=65_536).contains(&self.concurrent_games),
+            "concurrent_games",
+            self.concurrent_games,
+            "must be in 1..=65536",
+        )?;
+        check(
+            self.games_per_shard >= 1,
+            "games_per_shard",
+            self.games_per_shard,
+            "must be at least 1",
+        )?;
+        Ok(())
+    }
+
+    /// Temperature for the move at `ply` (PUCT only).
+    pub fn temperature(&self, ply: usize) -> f32 {
+        if self.temperature_plies == 0 || ply >= self.temperature_plies as usize {
+            return self.temperature_end;
+        }
+        let t = ply as f32 / self.temperature_plies as f32;
+        self.temperature_start + (self.temperature_end - self.temperature_start) * t
+    }
+
+    /// Whether resignation is possible at all with these settings.
+    pub fn resign_enabled(&self) -> bool {
+        self.resign_threshold > -1.0
+    }
+}

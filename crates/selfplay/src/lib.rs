@@ -1,0 +1,37 @@
+//! Self-play for Yari Shogi: Monte Carlo tree search (PUCT or Gumbel), a worker pool that
+//! batches the leaves of many games into one network call, and the record shards the trainer
+//! reads.
+//!
+//! - [`search_move`] / [`Search`]: search one position (arena, UCI engine, `yari play`).
+//! - [`run_selfplay`]: play games and hand out [`GameRecord`]s; [`ShardWriter`] stores them.
+//! - [`read_shard`] and [`GameRecord::replay_samples`]: the trainer's side.
+//!
+//! ```
+//! use rand::SeedableRng;
+//! use yari_selfplay::{search_move, Limits, SearchConfig, UniformEvaluator};
+//! let pos = yari_rules::Position::startpos();
+//! let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+//! let r = search_move(&UniformEvaluator, &pos, &SearchConfig::puct(), &Limits::simulations(64), &mut rng).unwrap();
+//! assert!(pos.is_legal(r.best_move.unwrap()));
+//! assert!((r.policy.iter().map(|(_, p)| p).sum::<f32>() - 1.0).abs() < 1e-4);
+//! ```
+
+pub mod config;
+pub mod mcts;
+mod noise;
+pub mod pool;
+pub mod record;
+
+pub use config::{ConfigError, SearchConfig, SelfplayConfig};
+pub use mcts::{
+    choose_move, search_move, Limits, MoveStats, Search, SearchError, SearchResult, Step,
+};
+pub use pool::{
+    bench_selfplay, run_selfplay, RunOptions, SelfplayBench, SelfplayError, SelfplayStats,
+};
+pub use record::{
+    list_shards, read_shard, write_shard, GameEnd, GameRecord, GameResult, RecordError, Sample,
+    ShardWriter,
+};
+/// The evaluation interface search runs against, re-exported so callers need one import.
+pub use yari_model::eval::{Evaluation, Evaluator, UniformEvaluator};

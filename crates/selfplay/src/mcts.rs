@@ -1,0 +1,839 @@
+//! Monte Carlo tree search over [`Position`]s, PUCT or Gumbel, driven one leaf at a time.
+//!
+//! A [`Search`] never calls the network itself: [`Search::step`] runs simulations until one
+//! reaches a position that needs an evaluation and hands that position out, and
+//! [`Search::supply`] takes the evaluation back. That inversion is what lets the self-play
+//! pool gather the leaves of a hundred games into one network batch, while
+//! [`Search::run`] and [`search_move`] wrap the same loop for a single position (arena, UCI).
+//!
+//! Values are always from the point of view of the side to move at the node that holds them;
+//! a child's value is negated when its parent looks at it (negamax). A terminal loss for the
+//! side to move is -1, a draw 0.
+//!
+//! Gumbel search follows Danihelka et al., "Policy improvement by planning with Gumbel"
+//! (ICLR 2022) as mctx's `gumbel_muzero_policy` implements it: Gumbel top-k at the root,
+//! sequential halving over the simulation budget, the completed-Q improved policy as the
+//! training target, and the deterministic improved-policy rule below the root.
+
+use std::time::Instant;
+
+use rand::Rng;
+use thiserror::Error;
+use yari_rules::{Color, Move, Outcome, Position};
+
+use crate::config::{ConfigError, SearchConfig};
+use crate::noise;
+use crate::{Evaluation, Evaluator};
+
+/// Largest simulation budget a Gumbel search accepts: its halving schedule is precomputed.
+pub const MAX_SIMULATIONS: u32 = 10_000_000;
+
+/// Why a search could not be set up or continued.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SearchError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("move {mv} is not legal in {fen}")]
+    IllegalMove { mv: String, fen: String },
+    #[error("simulation budget {0} exceeds the maximum of {MAX_SIMULATIONS}")]
+    TooManySimulations(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Never evaluated.
+    Leaf,
+    /// Evaluated; its children are allocated.
+    Expanded,
+    /// The game is over here; `raw_value` holds the result for the side to move.
+    Terminal,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    /// The move from the parent (meaningless at the root).
+    mv: Move,
+    /// Prior probability of `mv` at the parent (noise included at a noised root).
+    prior: f32,
+    visits: u32,
+    /// Sum of backed-up values, from this node's side to move.
+    value_sum: f32,
+    /// Network value (or game result) at this node, from its side to move.
+    raw_value: f32,
+    first_child: u32,
+    num_children: u32,
+    kind: Kind,
+}
+
+impl Node {
+    fn leaf(mv: Move, prior: f32) -> Node {
+        Node {
+            mv,
+            prior,
+            visits: 0,
+            value_sum: 0.0,
+            raw_value: 0.0,
+            first_child: 0,
+            num_children: 0,
+            kind: Kind::Leaf,
+        }
+    }
+
+    fn children(&self) -> std::ops::Range<usize> {
+        let first = self.first_child as usize;
+        first..first + self.num_children as usize
+    }
+
+    /// Mean value from the parent's side to move, if visited.
+    fn q(&self) -> Option<f32> {
+        (self.visits > 0).then(|| -self.value_sum / self.visits as f32)
+    }
+}
+
+const ROOT: usize = 0;
+
+fn placeholder_move() -> Move {
+    Move::from_u16(0).expect("code 0 is a move")
+}
+
+/// A game result as a value for `mover`.
+pub fn outcome_value(outcome: &Outcome, mover: Color) -> f32 {
+    match outcome.winner {
+        None => 0.0,
+        Some(c) if c == mover => 1.0,
+        Some(_) => -1.0,
+    }
+}
+
+/// A budget for [`Search::run`]: whichever limit is reached first ends the search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Simulations (network evaluations below the root, or terminal visits). For Gumbel
+    /// search this is also the budget sequential halving plans for.
+    pub simulations: u32,
+    /// Stop once the tree holds this many nodes (memory bound for long analysis).
+    pub max_nodes: Option<usize>,
+    /// Stop at this instant (checked after every evaluation).
+    pub deadline: Option<Instant>,
+}
+
+impl Limits {
+    /// Just a simulation count.
+    pub fn simulations(n: u32) -> Self {
+        Self {
+            simulations: n,
+            max_nodes: None,
+            deadline: None,
+        }
+    }
+}
+
+/// Statistics of one root move.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MoveStats {
+    pub mv: Move,
+    /// The network's prior (with root noise, if any).
+    pub prior: f32,
+    /// Visits, including those inherited from a reused tree.
+    pub visits: u32,
+    /// Mean value for the side to move at the root, if visited.
+    pub q: Option<f32>,
+}
+
+/// What a search concluded about its root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchResult {
+    /// The move search recommends (`None` when the game is over at the root). PUCT: most
+    /// visits; Gumbel: the sequential-halving winner (which includes the root's Gumbel noise).
+    pub best_move: Option<Move>,
+    /// Value of the root for its side to move, in [-1, 1].
+    pub root_value: f32,
+    /// Per legal move statistics, in the evaluator's move order.
+    pub moves: Vec<MoveStats>,
+    /// The training target over the legal moves, summing to 1: visit shares (PUCT) or the
+    /// completed-Q improved policy (Gumbel).
+    pub policy: Vec<(Move, f32)>,
+    /// Principal variation, starting with `best_move`.
+    pub pv: Vec<Move>,
+    /// Simulations run by this search (not counting inherited visits).
+    pub simulations: u32,
+    /// Nodes in the tree.
+    pub nodes: usize,
+    /// The rules' result when the root itself is terminal.
+    pub terminal: Option<Outcome>,
+}
+
+/// What [`Search::step`] needs next.
+#[derive(Debug)]
+pub enum Step<'a> {
+    /// Evaluate this position and pass the result to [`Search::supply`].
+    NeedEval(&'a Position),
+    /// The simulation budget is spent (or the root is terminal).
+    Done,
+}
+
+struct Pending {
+    path: Vec<u32>,
+    pos: Position,
+    /// False for the root's own first evaluation, which is no simulation.
+    simulation: bool,
+}
+
+/// Per-search state of the Gumbel root.
+struct GumbelRoot {
+    /// `gumbel_scale * Gumbel(0,1)` per root child.
+    noise: Vec<f32>,
+    /// Sequential halving: the visit count a child must have to be chosen by simulation `i`.
+    schedule: Vec<u32>,
+    /// Visits per root child by this search (inherited visits do not count for halving).
+    visits: Vec<u32>,
+}
+
+/// A search tree over one root position, reusable move after move.
+pub struct Search {
+    root_pos: Position,
+    nodes: Vec<Node>,
+    config: SearchConfig,
+    target: u32,
+    done: u32,
+    noise: bool,
+    prepared: bool,
+    gumbel: Option<GumbelRoot>,
+    pending: Option<Pending>,
+    /// Scratch for improved-policy computations.
+    scratch: Vec<f32>,
+}
+
+impl Search {
+    /// A search at `root`. Call [`Search::start`] before stepping.
+    pub fn new(root: Position, config: SearchConfig) -> Result<Search, SearchError> {
+        config.validate()?;
+        Ok(Search {
+            root_pos: root,
+            nodes: vec![Node::leaf(placeholder_move(), 1.0)],
+            config,
+            target: 0,
+            done: 0,
+            noise: false,
+            prepared: false,
+            gumbel: None,
+            pending: None,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The position searched.
+    pub fn root(&self) -> &Position {
+        &self.root_pos
+    }
+
+    pub fn config(&self) -> &SearchConfig {
+        &self.config
+    }
+
+    /// Simulations run since [`Search::start`].
+    pub fn simulations_done(&self) -> u32 {
+        self.done
+    }
+
+    /// The position waiting for an evaluation, if any.
+    pub fn pending_position(&self) -> Option<&Position> {
+        self.pending.as_ref().map(|p| &p.pos)
+    }
+
+    /// Nodes in the tree.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Begins a search of `simulations` simulations at the current root; `noise` adds root
+    /// Dirichlet noise (PUCT only: Gumbel search explores through its Gumbel noise).
+    pub fn start(&mut self, simulations: u32, noise: bool) -> Result<(), SearchError> {
+        if simulations > MAX_SIMULATIONS {
+            return Err(SearchError::TooManySimulations(simulations));
+        }
+        self.target = simulations;
+        self.done = 0;
+        self.noise = noise;
+        self.prepared = false;
+        self.gumbel = None;
+        self.pending = None;
+        Ok(())
+    }
+
+    /// Ends the current search now, as if its budget were spent (deadlines, node limits).
+    pub fn stop(&mut self) {
+        self.target = self.done;
+        self.pending = None;
+    }
+
+    /// Runs simulations until one needs an evaluation or the budget is spent. Calling it
+    /// again before [`Search::supply`] hands out the same position.
+    pub fn step<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Step<'_> {
+        while self.pending.is_none() {
+            match self.nodes[ROOT].kind {
+                Kind::Terminal => return Step::Done,
+                Kind::Leaf => {
+                    if let Some(outcome) = self.root_pos.outcome_with_ply_cap(self.config.ply_cap())
+                    {
+                        let root = &mut self.nodes[ROOT];
+                        root.kind = Kind::Terminal;
+                        root.raw_value = outcome_value(&outcome, self.root_pos.side_to_move());
+                        return Step::Done;
+                    }
+                    self.pending = Some(Pending {
+                        path: vec![ROOT as u32],
+                        pos: self.root_pos.clone(),
+                        simulation: false,
+                    });
+                    break;
+                }
+                Kind::Expanded => {}
+            }
+            if !self.prepared {
+                self.prepare_root(rng);
+            }
+            if self.done >= self.target {
+                return Step::Done;
+            }
+            let (path, pos, terminal) = self.descend();
+            match terminal {
+                Some(value) => {
+                    self.backup(&path, value);
+                    self.done += 1;
+                }
+                None => {
+                    self.pending = Some(Pending {
+                        path,
+                        pos,
+                        simulation: true,
+                    })
+                }
+            }
+        }
+        match &self.pending {
+            Some(pending) => Step::NeedEval(&pending.pos),
+            None => Step::Done,
+        }
+    }
+
+    /// Takes the evaluation of the position [`Search::step`] handed out. Ignored when no
+    /// evaluation is pending.
+    pub fn supply(&mut self, eval: &Evaluation) {
+        let Some(pending) = self.pending.take() else {
+            return;
+        };
+        let leaf = *pending.path.last().expect("paths start at the root") as usize;
+        let value = self.expand(leaf, eval, &pending.pos);
+        self.backup(&pending.path, value);
+        if pending.simulation {
+            self.done += 1;
+        }
+    }
+
+    /// Runs a whole search with `evaluator`, one position per evaluation.
+    pub fn run<R: Rng + ?Sized>(
+        &mut self,
+        evaluator: &dyn Evaluator,
+        limits: &Limits,
+        noise: bool,
+        rng: &mut R,
+    ) -> Result<SearchResult, SearchError> {
+        self.start(limits.simulations, noise)?;
+        while let Step::NeedEval(pos) = self.step(rng) {
+            let evals = evaluator.evaluate(&[pos]);
+            match evals.first() {
+                Some(eval) => self.supply(eval),
+                // An evaluator that returns nothing gets the uniform stand-in, not a hang.
+                None => {
+                    let pos = self.pending.as_ref().expect("pending").pos.clone();
+                    self.supply(&uniform_evaluation(&pos));
+                }
+            }
+            let out_of_time = limits.deadline.is_some_and(|d| Instant::now() >= d);
+            let out_of_nodes = limits.max_nodes.is_some_and(|n| self.nodes.len() >= n);
+            if (out_of_time || out_of_nodes) && self.nodes[ROOT].kind != Kind::Leaf {
+                self.stop();
+                break;
+            }
+        }
+        Ok(self.result())
+    }
+
+    /// Plays `mv` at the root, keeping its subtree when tree reuse is on.
+    pub fn advance(&mut self, mv: Move) -> Result<(), SearchError> {
+        if !self.root_pos.is_legal(mv) {
+            return Err(SearchError::IllegalMove {
+                mv: mv.to_string(),
+                fen: self.root_pos.fen(),
+            });
+        }
+        let child = self.nodes[ROOT]
+            .children()
+            .find(|&c| self.nodes[c].mv == mv);
+        self.root_pos.play(mv);
+        self.nodes = match child {
+            Some(c) if self.config.reuse_tree => self.subtree(c),
+            _ => vec![Node::leaf(placeholder_move(), 1.0)],
+        };
+        self.start(0, false)
+    }
+
+    /// Copies the subtree under `child` into a fresh node array (breadth first, so sibling
+    /// blocks stay contiguous).
+    fn subtree(&self, child: usize) -> Vec<Node> {
+        let mut out = Vec::with_capacity(self.nodes.len());
+        out.push(self.nodes[child]);
+        let mut i = 0;
+        while i < out.len() {
+            let node = out[i];
+            if node.num_children > 0 {
+                let start = out.len();
+                out.extend_from_slice(&self.nodes[node.children()]);
+                out[i].first_child = start as u32;
+            }
+            i += 1;
+        }
+        out
+    }
+
+    fn prepare_root<R: Rng + ?Sized>(&mut self, rng: &mut R) {
+        self.prepared = true;
+        let children = self.nodes[ROOT].children();
+        let n = children.len();
+        if self.config.gumbel {
+            let scale = self.config.gumbel_scale;
+            let noise = (0..n)
+                .map(|_| {
+                    if scale > 0.0 {
+                        scale * noise::gumbel(rng)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let considered = self.config.gumbel_considered.min(n);
+            self.gumbel = Some(GumbelRoot {
+                noise,
+                schedule: considered_visits(considered, self.target as usize),
+                visits: vec![0; n],
+            });
+        } else if self.noise && self.config.dirichlet_fraction > 0.0 && n > 1 {
+            let eta = noise::dirichlet(rng, self.config.dirichlet_alpha, n);
+            let f = self.config.dirichlet_fraction;
+            for (c, e) in children.zip(eta) {
+                let node = &mut self.nodes[c];
+                node.prior = (1.0 - f) * node.prior + f * e;
+            }
+        }
+    }
+
+    /// Walks from the root to a leaf, playing the moves on a copy of the root position.
+    /// Returns the path, the leaf position, and the leaf's value if the game is over there.
+    fn descend(&mut self) -> (Vec<u32>, Position, Option<f32>) {
+        let mut pos = self.root_pos.clone();
+        let mut path = vec![ROOT as u32];
+        let mut node = ROOT;
+        loop {
+            match self.nodes[node].kind {
+                Kind::Terminal => {
+                    let v = self.nodes[node].raw_value;
+                    return (path, pos, Some(v));
+                }
+                Kind::Leaf => {
+                    if let Some(outcome) = pos.outcome_with_ply_cap(self.config.ply_cap()) {
+                        let n = &mut self.nodes[node];
+                        n.kind = Kind::Terminal;
+                        n.raw_value = outcome_value(&outcome, pos.side_to_move());
+                        return (path, pos, Some(n.raw_value));
+                    }
+                    return (path, pos, None);
+                }
+                Kind::Expanded => {
+                    let child = if node == ROOT && self.config.gumbel {
+                        self.select_gumbel_root()
+                    } else if self.config.gumbel {
+                        self.select_gumbel_interior(node)
+                    } else {
+                        self.select_puct(node)
+                    };
+                    pos.play(self.nodes[child].mv);
+                    path.push(child as u32);
+                    node = child;
+                }
+            }
+        }
+    }
+
+    /// Expands `leaf` with `eval` and returns the value to back up.
+    fn expand(&mut self, leaf: usize, eval: &Evaluation, pos: &Position) -> f32 {
+        let owned;
+        let eval = if eval.priors.is_empty() {
+            // Only a broken evaluator gives no priors for a live position; search on.
+            owned = uniform_evaluation(pos);
+            &owned
+        } else {
+            eval
+        };
+        let value = eval.value();
+        let value = if value.is_finite() {
+            value.clamp(-1.0, 1.0)
+        } else {
+            0.0
+        };
+        let clean = |p: f32| if p.is_finite() && p > 0.0 { p } else { 0.0 };
+        let sum: f32 = eval.priors.iter().map(|&(_, p)| clean(p)).sum();
+        let uniform = 1.0 / eval.priors.len() as f32;
+        let first = self.nodes.len();
+        self.nodes.extend(eval.priors.iter().map(|&(mv, p)| {
+            let prior = if sum > 0.0 { clean(p) / sum } else { uniform };
+            Node::leaf(mv, prior)
+        }));
+        let node = &mut self.nodes[leaf];
+        node.first_child = first as u32;
+        node.num_children = eval.priors.len() as u32;
+        node.kind = Kind::Expanded;
+        node.raw_value = value;
+        value
+    }
+
+    fn backup(&mut self, path: &[u32], leaf_value: f32) {
+        let mut v = leaf_value;
+        for &i in path.iter().rev() {
+            let node = &mut self.nodes[i as usize];
+            node.visits += 1;
+            node.value_sum += v;
+            v = -v;
+        }
+        if let (Some(g), Some(&child)) = (self.gumbel.as_mut(), path.get(1)) {
+            let first = self.nodes[ROOT].first_child as usize;
+            g.visits[child as usize - first] += 1;
+        }
+    }
+
+    /// PUCT with first-play urgency reduction.
+    fn select_puct(&self, node: usize) -> usize {
+        let parent = &self.nodes[node];
+        let c = &self.config;
+        let sqrt_n = (parent.visits.max(1) as f32).sqrt();
+        let parent_q = parent.value_sum / parent.visits.max(1) as f32;
+        let children = parent.children();
+        let visited_policy: f32 = self.nodes[children.clone()]
+            .iter()
+            .filter(|n| n.visits > 0)
+            .map(|n| n.prior)
+            .sum();
+        let fpu = parent_q - c.fpu_reduction * visited_policy.sqrt();
+        let mut best = children.start;
+        let mut best_score = f32::NEG_INFINITY;
+        for i in children {
+            let child = &self.nodes[i];
+            let q = child.q().unwrap_or(fpu);
+            let u = c.c_puct * child.prior * sqrt_n / (1.0 + child.visits as f32);
+            let score = q + u;
+            if score > best_score {
+                best_score = score;
+                best = i;
+            }
+        }
+        best
+    }
+
+    /// σ(completed Q) of `node`'s children into `out` (mctx `qtransform_completed_by_mix_value`).
+    fn sigma_completed_q(&self, node: usize, out: &mut Vec<f32>) {
+        out.clear();
+        let parent = &self.nodes[node];
+        let children = &self.nodes[parent.children()];
+        let mut sum_visits = 0.0f32;
+        let mut max_visits = 0u32;
+        let mut sum_prior = 0.0f32;
+        let mut weighted_q = 0.0f32;
+        for c in children {
+            if let Some(q) = c.q() {
+                let p = c.prior.max(f32::MIN_POSITIVE);
+                sum_visits += c.visits as f32;
+                max_visits = max_visits.max(c.visits);
+                sum_prior += p;
+                weighted_q += p * q;
+            }
+        }
+        let mixed = if sum_prior > 0.0 {
+            (parent.raw_value + sum_visits * weighted_q / sum_prior) / (sum_visits + 1.0)
+        } else {
+            parent.raw_value
+        };
+        out.extend(children.iter().map(|c| c.q().unwrap_or(mixed)));
+        let (lo, hi) = out
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &q| {
+                (lo.min(q), hi.max(q))
+            });
+        let scale = (self.config.gumbel_c_visit + max_visits as f32) * self.config.gumbel_c_scale;
+        let range = (hi - lo).max(1e-8);
+        out.iter_mut().for_each(|q| *q = scale * (*q - lo) / range);
+    }
+
+    /// The improved policy `softmax(logits + σ(completed Q))` of `node`'s children into `out`.
+    fn improved_policy(&self, node: usize, out: &mut Vec<f32>) {
+        self.sigma_completed_q(node, out);
+        let children = &self.nodes[self.nodes[node].children()];
+        for (x, c) in out.iter_mut().zip(children) {
+            *x += logit(c.prior);
+        }
+        softmax(out);
+    }
+
+    /// Below the root: the child whose improved-policy share most exceeds its visit share.
+    fn select_gumbel_interior(&mut self, node: usize) -> usize {
+        let mut pi = std::mem::take(&mut self.scratch);
+        self.improved_policy(node, &mut pi);
+        let parent = &self.nodes[node];
+        let children = parent.children();
+        let total: u32 = self.nodes[children.clone()].iter().map(|c| c.visits).sum();
+        let denom = 1.0 + total as f32;
+        let mut best = children.start;
+        let mut best_score = f32::NEG_INFINITY;
+        for (i, p) in children.zip(&pi) {
+            let score = p - self.nodes[i].visits as f32 / denom;
+            if score > best_score {
+                best_score = score;
+                best = i;
+            }
+        }
+        self.scratch = pi;
+        best
+    }
+
+    /// Root scores `gumbel + logits + σ(q)` with only the children whose visits in this
+    /// search equal `considered` eligible (mctx `score_considered`).
+    fn gumbel_root_argmax(&self, considered: u32) -> usize {
+        let g = self.gumbel.as_ref().expect("gumbel root prepared");
+        let mut sigma = Vec::new();
+        self.sigma_completed_q(ROOT, &mut sigma);
+        let children = self.nodes[ROOT].children();
+        // No eligible child only happens when a search was stopped mid-plan; then all count.
+        let any_eligible = g.visits.contains(&considered);
+        let mut best = children.start;
+        let mut best_score = f32::NEG_INFINITY;
+        for (k, i) in children.enumerate() {
+            if any_eligible && g.visits[k] != considered {
+                continue;
+            }
+            let score = (g.noise[k] + logit(self.nodes[i].prior) + sigma[k]).max(-1e9);
+            if score > best_score {
+                best_score = score;
+                best = i;
+            }
+        }
+        best
+    }
+
+    fn select_gumbel_root(&mut self) -> usize {
+        let g = self.gumbel.as_ref().expect("gumbel root prepared");
+        let considered = g
+            .schedule
+            .get(self.done as usize)
+            .copied()
+            // Past the planned budget (a search resumed beyond it): keep refining the leaders.
+            .unwrap_or_else(|| g.visits.iter().copied().max().unwrap_or(0));
+        self.gumbel_root_argmax(considered)
+    }
+
+    fn best_child(&self) -> Option<usize> {
+        let root = &self.nodes[ROOT];
+        if root.kind != Kind::Expanded || root.num_children == 0 {
+            return None;
+        }
+        if let Some(g) = &self.gumbel {
+            let considered = g.visits.iter().copied().max().unwrap_or(0);
+            return Some(self.gumbel_root_argmax(considered));
+        }
+        Some(self.most_visited(ROOT))
+    }
+
+    /// Most visited child; ties go to the better Q, then the higher prior.
+    fn most_visited(&self, node: usize) -> usize {
+        let children = self.nodes[node].children();
+        let key = |i: usize| {
+            let c = &self.nodes[i];
+            (c.visits, c.q().unwrap_or(-2.0), c.prior)
+        };
+        children
+            .reduce(|a, b| if key(b) > key(a) { b } else { a })
+            .expect("expanded nodes have children")
+    }
+
+    /// The search's conclusions so far.
+    pub fn result(&self) -> SearchResult {
+        let root = &self.nodes[ROOT];
+        let terminal = match root.kind {
+            Kind::Terminal => self.root_pos.outcome_with_ply_cap(self.config.ply_cap()),
+            _ => None,
+        };
+        let root_value = if root.kind == Kind::Terminal {
+            root.raw_value
+        } else if root.visits > 0 {
+            root.value_sum / root.visits as f32
+        } else {
+            0.0
+        };
+        let children = root.children();
+        let moves: Vec<MoveStats> = self.nodes[children.clone()]
+            .iter()
+            .map(|c| MoveStats {
+                mv: c.mv,
+                prior: c.prior,
+                visits: c.visits,
+                q: c.q(),
+            })
+            .collect();
+        let policy = if root.kind != Kind::Expanded {
+            Vec::new()
+        } else if self.config.gumbel {
+            let mut pi = Vec::new();
+            self.improved_policy(ROOT, &mut pi);
+            moves.iter().zip(pi).map(|(m, p)| (m.mv, p)).collect()
+        } else {
+            let total: u32 = moves.iter().map(|m| m.visits).sum();
+            if total == 0 {
+                moves.iter().map(|m| (m.mv, m.prior)).collect()
+            } else {
+                moves
+                    .iter()
+                    .map(|m| (m.mv, m.visits as f32 / total as f32))
+                    .collect()
+            }
+        };
+        let best = self.best_child();
+        let mut pv = Vec::new();
+        if let Some(mut node) = best {
+            pv.push(self.nodes[node].mv);
+            while self.nodes[node].kind == Kind::Expanded {
+                let next = self.most_visited(node);
+                if self.nodes[next].visits == 0 {
+                    break;
+                }
+                pv.push(self.nodes[next].mv);
+                node = next;
+            }
+        }
+        SearchResult {
+            best_move: best.map(|i| self.nodes[i].mv),
+            root_value,
+            moves,
+            policy,
+            pv,
+            simulations: self.done,
+            nodes: self.nodes.len(),
+            terminal,
+        }
+    }
+}
+
+/// Samples a move from PUCT visit counts at `temperature` (0: the most visited), falling
+/// back to the recommended move when nothing was visited. Gumbel results are returned as
+/// recommended: their root noise already made the choice random.
+pub fn choose_move<R: Rng + ?Sized>(
+    result: &SearchResult,
+    gumbel: bool,
+    temperature: f32,
+    rng: &mut R,
+) -> Option<Move> {
+    let best = result.best_move?;
+    if gumbel || temperature <= 0.0 {
+        return Some(best);
+    }
+    let max_visits = result.moves.iter().map(|m| m.visits).max().unwrap_or(0);
+    if max_visits == 0 {
+        return Some(best);
+    }
+    // Work relative to the most visited move so that small temperatures cannot overflow.
+    let weights: Vec<f64> = result
+        .moves
+        .iter()
+        .map(|m| (m.visits as f64 / max_visits as f64).powf(1.0 / temperature as f64))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut x = rng.random::<f64>() * total;
+    for (m, w) in result.moves.iter().zip(&weights) {
+        if x < *w {
+            return Some(m.mv);
+        }
+        x -= w;
+    }
+    Some(best)
+}
+
+/// Searches `pos` and returns the result: the entry point for the arena and the UCI engine.
+pub fn search_move<R: Rng + ?Sized>(
+    evaluator: &dyn Evaluator,
+    pos: &Position,
+    config: &SearchConfig,
+    limits: &Limits,
+    rng: &mut R,
+) -> Result<SearchResult, SearchError> {
+    let mut search = Search::new(pos.clone(), config.clone())?;
+    search.run(evaluator, limits, false, rng)
+}
+
+/// mctx's `get_sequence_of_considered_visits`: for each simulation, the visit count a root
+/// action needs to be eligible, so that the budget is split evenly over ⌈log2 m⌉ halving
+/// phases and exactly `simulations` simulations are spent.
+pub fn considered_visits(considered: usize, simulations: usize) -> Vec<u32> {
+    if considered <= 1 {
+        return (0..simulations as u32).collect();
+    }
+    let log2max = (usize::BITS - (considered - 1).leading_zeros()) as usize;
+    let mut sequence = Vec::with_capacity(simulations);
+    let mut visits = vec![0u32; considered];
+    let mut num_considered = considered;
+    while sequence.len() < simulations {
+        let extra = (simulations / (log2max * num_considered)).max(1);
+        for _ in 0..extra {
+            sequence.extend_from_slice(&visits[..num_considered]);
+            visits[..num_considered].iter_mut().for_each(|v| *v += 1);
+        }
+        num_considered = (num_considered / 2).max(2);
+    }
+    sequence.truncate(simulations);
+    sequence
+}
+
+fn logit(p: f32) -> f32 {
+    p.max(1e-30).ln()
+}
+
+fn softmax(xs: &mut [f32]) {
+    let max = xs.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for x in xs.iter_mut() {
+        *x = (*x - max).exp();
+        sum += *x;
+    }
+    xs.iter_mut().for_each(|x| *x /= sum);
+}
+
+/// Uniform priors over the legal moves and a draw value.
+pub(crate) fn uniform_evaluation(pos: &Position) -> Evaluation {
+    let moves = pos.legal_moves();
+    let p = 1.0 / moves.len().max(1) as f32;
+    Evaluation {
+        priors: moves.iter().map(|&m| (m, p)).collect(),
+        wdl: [0.0, 1.0, 0.0],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_matches_mctx_examples() {
+        // m = 4, n = 8: two phases, 8 / (2 * 4) = 1 visit each, then 8 / (2 * 2) = 2.
+        assert_eq!(considered_visits(4, 8), vec![0, 0, 0, 0, 1, 1, 2, 2]);
+        assert_eq!(considered_visits(1, 3), vec![0, 1, 2]);
+        for (m, n) in [(16, 64), (16, 16), (16, 5), (8, 200), (3, 7), (2, 1)] {
+            assert_eq!(considered_visits(m, n).len(), n);
+        }
+    }
+}

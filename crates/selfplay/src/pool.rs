@@ -1,0 +1,452 @@
+//! The self-play worker pool: many games advanced in lock step, their leaves evaluated in one
+//! network batch per round.
+//!
+//! Each round, rayon workers advance every game's search until it needs a leaf evaluation
+//! (one leaf per game per round, so no virtual loss is needed and search stays exactly
+//! sequential per game); then the leaves of all games go to the evaluator in one call. The
+//! batch is as large as the number of games in flight, and no thread waits on a single
+//! position. Every game draws from its own RNG seeded from (seed, game index), and games
+//! are refilled in slot order, so the same seed gives the same games whatever the number
+//! of threads.
+
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::Serialize;
+use thiserror::Error;
+use yari_rules::{Position, START_FEN};
+
+use crate::config::{ConfigError, SearchConfig, SelfplayConfig};
+use crate::mcts::{choose_move, Search, SearchError, Step};
+use crate::record::{GameEnd, GameRecord, GameResult, RecordError, Sample};
+use crate::{Evaluation, Evaluator};
+
+/// Why a self-play run stopped early.
+#[derive(Debug, Error)]
+pub enum SelfplayError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Search(#[from] SearchError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+/// Running totals of a self-play run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SelfplayStats {
+    /// Games finished.
+    pub games: usize,
+    /// Plies played in all games, finished or not.
+    pub plies: u64,
+    /// Plies of finished games.
+    pub finished_plies: u64,
+    /// Training positions (full searches) in finished games.
+    pub samples: u64,
+    /// Positions sent to the evaluator.
+    pub evaluations: u64,
+    /// Evaluator calls (network batches).
+    pub batches: u64,
+    pub white_wins: usize,
+    pub black_wins: usize,
+    pub draws: usize,
+    /// Finished games by how they ended, in [`GameEnd::ALL`] order.
+    pub ends: [usize; 6],
+    /// Games played with resignation disabled.
+    pub resign_disabled_games: usize,
+    /// Of those, games in which a side met the resignation rule.
+    pub would_resign_games: usize,
+    /// Of those, games the would-be resigner did not lose.
+    pub false_resignations: usize,
+    /// Wall time of the run.
+    pub wall: Duration,
+    /// Time spent inside `Evaluator::evaluate` (position encoding included).
+    pub eval_time: Duration,
+}
+
+impl SelfplayStats {
+    fn record(&mut self, game: &GameRecord) {
+        self.games += 1;
+        self.finished_plies += game.moves.len() as u64;
+        self.samples += game.samples.len() as u64;
+        match game.result {
+            GameResult::WhiteWins => self.white_wins += 1,
+            GameResult::BlackWins => self.black_wins += 1,
+            GameResult::Draw => self.draws += 1,
+        }
+        self.ends[game.end as usize] += 1;
+        if game.resignation_disabled {
+            self.resign_disabled_games += 1;
+            if game.would_resign.is_some() {
+                self.would_resign_games += 1;
+            }
+            if game.is_false_resignation() {
+                self.false_resignations += 1;
+            }
+        }
+    }
+
+    /// Plies played per second of wall time.
+    pub fn positions_per_s(&self) -> f64 {
+        self.plies as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// Evaluated positions per second of wall time.
+    pub fn evaluations_per_s(&self) -> f64 {
+        self.evaluations as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// Share of wall time spent outside the evaluator: search, move generation, bookkeeping.
+    pub fn search_share(&self) -> f64 {
+        let wall = self.wall.as_secs_f64();
+        if wall <= 0.0 {
+            return 0.0;
+        }
+        (1.0 - self.eval_time.as_secs_f64() / wall).clamp(0.0, 1.0)
+    }
+
+    /// Mean length of finished games in plies.
+    pub fn average_game_length(&self) -> f64 {
+        self.finished_plies as f64 / self.games.max(1) as f64
+    }
+
+    /// Share of finished games that ended by resignation.
+    pub fn resign_rate(&self) -> f64 {
+        self.ends[GameEnd::Resignation as usize] as f64 / self.games.max(1) as f64
+    }
+
+    /// Share of would-be resignations (in games with resignation off) that would have been
+    /// wrong; `None` before any such game.
+    pub fn false_resign_rate(&self) -> Option<f64> {
+        (self.would_resign_games > 0)
+            .then(|| self.false_resignations as f64 / self.would_resign_games as f64)
+    }
+
+    /// Mean network batch size.
+    pub fn average_batch(&self) -> f64 {
+        self.evaluations as f64 / self.batches.max(1) as f64
+    }
+
+    /// One line for progress bars and logs.
+    pub fn summary(&self) -> String {
+        let false_resign = self
+            .false_resign_rate()
+            .map_or("-".to_string(), |r| format!("{:.1}%", 100.0 * r));
+        format!(
+            "{:.1} pos/s, {:.0} evals/s, avg len {:.1}, W/D/L(white) {}/{}/{}, resign {:.1}%, false-resign {false_resign}",
+            self.positions_per_s(),
+            self.evaluations_per_s(),
+            self.average_game_length(),
+            self.white_wins,
+            self.draws,
+            self.black_wins,
+            100.0 * self.resign_rate(),
+        )
+    }
+}
+
+/// How a run is driven, beside its config.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Draw an indicatif progress bar on stderr.
+    pub progress: bool,
+    /// Stop at this instant, dropping unfinished games (benchmarks).
+    pub deadline: Option<Instant>,
+}
+
+/// The RNG of game `index` in a run with `seed`.
+fn game_rng(seed: u64, index: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(index);
+    rng
+}
+
+enum Advance {
+    NeedsEval,
+    Finished,
+}
+
+/// One game in flight.
+struct Game {
+    id: u64,
+    rng: ChaCha8Rng,
+    search: Search,
+    moves: Vec<u16>,
+    samples: Vec<Sample>,
+    resignation_disabled: bool,
+    would_resign: Option<GameResult>,
+    /// Consecutive own moves below the resignation threshold, per colour.
+    below: [u32; 2],
+    /// Whether the current move gets a full search (and becomes a sample).
+    full: bool,
+    end: Option<(GameResult, GameEnd)>,
+}
+
+impl Game {
+    fn new(id: u64, config: &SelfplayConfig, search: &SearchConfig) -> Result<Game, SelfplayError> {
+        let mut rng = game_rng(config.seed, id);
+        let resignation_disabled = rng.random::<f32>() < config.resign_disabled_fraction;
+        let pos = Position::startpos();
+        let mut game = Game {
+            id,
+            rng,
+            search: Search::new(pos, search.clone())?,
+            moves: Vec::new(),
+            samples: Vec::new(),
+            resignation_disabled,
+            would_resign: None,
+            below: [0; 2],
+            full: false,
+            end: None,
+        };
+        game.begin_move(config)?;
+        Ok(game)
+    }
+
+    fn begin_move(&mut self, config: &SelfplayConfig) -> Result<(), SelfplayError> {
+        // Always draw, so a forced move does not shift the random stream of later moves.
+        let full = self.rng.random::<f32>() < config.full_search_fraction;
+        let forced = self.search.root().legal_moves().len() <= 1;
+        self.full = full && !forced;
+        let sims = if forced {
+            0
+        } else if self.full {
+            config.full_simulations
+        } else {
+            config.cheap_simulations
+        };
+        // Exploration noise only where the result is trained on (KataGo's playout cap rule).
+        self.search.start(sims, self.full)?;
+        Ok(())
+    }
+
+    /// Feeds the pending evaluation (if any) and runs until the next one is needed or the
+    /// game is over.
+    fn advance(
+        &mut self,
+        eval: Option<&Evaluation>,
+        config: &SelfplayConfig,
+    ) -> Result<Advance, SelfplayError> {
+        if let Some(eval) = eval {
+            self.search.supply(eval);
+        }
+        loop {
+            if let Step::NeedEval(_) = self.search.step(&mut self.rng) {
+                return Ok(Advance::NeedsEval);
+            }
+            let result = self.search.result();
+            if let Some(outcome) = result.terminal {
+                self.end = Some((
+                    GameResult::from_winner(outcome.winner),
+                    outcome.reason.into(),
+                ));
+                return Ok(Advance::Finished);
+            }
+            let mover = self.search.root().side_to_move();
+            let ply = self.moves.len();
+            if self.full {
+                self.samples.push(Sample {
+                    ply: ply as u32,
+                    root_value: result.root_value.clamp(-1.0, 1.0),
+                    policy: result
+                        .policy
+                        .iter()
+                        .map(|&(m, p)| (m.to_u16(), p))
+                        .collect(),
+                });
+            }
+            if config.resign_enabled() {
+                let below = &mut self.below[mover.index()];
+                if result.root_value < config.resign_threshold {
+                    *below += 1;
+                } else {
+                    *below = 0;
+                }
+                if *below >= config.resign_consecutive {
+                    let resigned = GameResult::from_winner(Some(!mover));
+                    if !self.resignation_disabled {
+                        self.end = Some((resigned, GameEnd::Resignation));
+                        return Ok(Advance::Finished);
+                    }
+                    self.would_resign.get_or_insert(resigned);
+                }
+            }
+            let temperature = config.temperature(ply);
+            let mv = choose_move(&result, config.search.gumbel, temperature, &mut self.rng)
+                .expect("a live root has a legal move");
+            self.moves.push(mv.to_u16());
+            self.search.advance(mv)?;
+            if let Some(outcome) = self
+                .search
+                .root()
+                .outcome_with_ply_cap(Some(config.ply_cap as usize))
+            {
+                self.end = Some((
+                    GameResult::from_winner(outcome.winner),
+                    outcome.reason.into(),
+                ));
+                return Ok(Advance::Finished);
+            }
+            self.begin_move(config)?;
+        }
+    }
+
+    fn into_record(self) -> GameRecord {
+        let (result, end) = self.end.expect("finished game");
+        GameRecord {
+            game_id: self.id,
+            start_fen: START_FEN.to_string(),
+            moves: self.moves,
+            samples: self.samples,
+            result,
+            end,
+            resignation_disabled: self.resignation_disabled,
+            would_resign: self.would_resign,
+        }
+    }
+}
+
+/// Plays `games` self-play games and hands each finished record to `sink`, in the order the
+/// games finish (deterministic for a given seed and config).
+pub fn run_selfplay(
+    evaluator: &dyn Evaluator,
+    config: &SelfplayConfig,
+    games: usize,
+    options: RunOptions,
+    mut sink: impl FnMut(GameRecord) -> Result<(), RecordError>,
+) -> Result<SelfplayStats, SelfplayError> {
+    config.validate()?;
+    let search = config.effective_search();
+    let start = Instant::now();
+    let mut stats = SelfplayStats::default();
+    let bar = options.progress.then(|| {
+        let bar = ProgressBar::new(games as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} games  {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar
+    });
+
+    let concurrency = config.concurrent_games.min(games);
+    let mut slots: Vec<Option<Game>> = Vec::with_capacity(concurrency);
+    let mut next_id = 0u64;
+    for _ in 0..concurrency {
+        slots.push(Some(Game::new(next_id, config, &search)?));
+        next_id += 1;
+    }
+    let mut evals: Vec<Option<Evaluation>> = vec![None; concurrency];
+    let mut plies_before: Vec<usize> = vec![0; concurrency];
+
+    loop {
+        if options.deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let advanced: Vec<Result<Option<Advance>, SelfplayError>> = slots
+            .par_iter_mut()
+            .zip(evals.par_iter_mut())
+            .map(|(slot, eval)| match slot {
+                Some(game) => game.advance(eval.take().as_ref(), config).map(Some),
+                None => Ok(None),
+            })
+            .collect();
+        for (i, step) in advanced.into_iter().enumerate() {
+            let step = step?;
+            if let Some(game) = &slots[i] {
+                stats.plies += (game.moves.len() - plies_before[i]) as u64;
+                plies_before[i] = game.moves.len();
+            }
+            if let Some(Advance::Finished) = step {
+                let record = slots[i].take().expect("finished game").into_record();
+                stats.record(&record);
+                sink(record)?;
+                plies_before[i] = 0;
+                if (next_id as usize) < games {
+                    let mut game = Game::new(next_id, config, &search)?;
+                    next_id += 1;
+                    // A new game's first step only asks for its root evaluation.
+                    game.advance(None, config)?;
+                    slots[i] = Some(game);
+                }
+            }
+        }
+        let (index, positions): (Vec<usize>, Vec<&Position>) = slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((i, s.as_ref()?.search.pending_position()?)))
+            .unzip();
+        if positions.is_empty() {
+            break;
+        }
+        let t = Instant::now();
+        let out = evaluator.evaluate(&positions);
+        stats.eval_time += t.elapsed();
+        stats.evaluations += positions.len() as u64;
+        stats.batches += 1;
+        // A short answer leaves games pending; they fall back to uniform priors in supply.
+        for (k, i) in index.into_iter().enumerate() {
+            evals[i] = Some(out.get(k).cloned().unwrap_or_else(|| Evaluation {
+                priors: Vec::new(),
+                wdl: [0.0, 1.0, 0.0],
+            }));
+        }
+        stats.wall = start.elapsed();
+        if let Some(bar) = &bar {
+            bar.set_position(stats.games as u64);
+            bar.set_message(stats.summary());
+        }
+    }
+    stats.wall = start.elapsed();
+    if let Some(bar) = bar {
+        bar.set_position(stats.games as u64);
+        bar.finish_with_message(stats.summary());
+    }
+    Ok(stats)
+}
+
+/// Throughput of self-play, as `yari bench selfplay` reports it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SelfplayBench {
+    /// Plies played per second.
+    pub positions_per_s: f64,
+    /// Evaluated positions per second.
+    pub evaluations_per_s: f64,
+    /// Share of wall time spent outside the evaluator (search overhead), in [0, 1].
+    pub search_share: f64,
+    /// Mean network batch size.
+    pub average_batch: f64,
+    /// Rayon threads used for search.
+    pub threads: usize,
+    /// Wall time measured, seconds.
+    pub wall_s: f64,
+    pub plies: u64,
+    pub evaluations: u64,
+}
+
+/// Runs self-play for about `duration` (games are never all finished; the run just stops)
+/// and measures throughput and the share of time spent outside the evaluator.
+pub fn bench_selfplay(
+    evaluator: &dyn Evaluator,
+    config: &SelfplayConfig,
+    duration: Duration,
+) -> Result<SelfplayBench, SelfplayError> {
+    let options = RunOptions {
+        progress: false,
+        deadline: Some(Instant::now() + duration),
+    };
+    let stats = run_selfplay(evaluator, config, usize::MAX, options, |_| Ok(()))?;
+    Ok(SelfplayBench {
+        positions_per_s: stats.positions_per_s(),
+        evaluations_per_s: stats.evaluations_per_s(),
+        search_share: stats.search_share(),
+        average_batch: stats.average_batch(),
+        threads: rayon::current_num_threads(),
+        wall_s: stats.wall.as_secs_f64(),
+        plies: stats.plies,
+        evaluations: stats.evaluations,
+    })
+}

@@ -1,0 +1,336 @@
+//! Search behaviour with the uniform evaluator, checked against the rules crate.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use yari_rules::{Move, Position};
+use yari_selfplay::{
+    search_move, Evaluation, Evaluator, Limits, Search, SearchConfig, UniformEvaluator,
+};
+
+/// White to move: Black's general is alone on a9, a White gold on b7 guards a8 and b8, and
+/// White holds a rook, so a rook drop on the ninth rank (d9 to g9) mates.
+const MATE_IN_ONE: &str = "k6/7/1+N5/7/7/7/7/7/6K[R] w - - 0 1";
+
+/// Black to move, facing the same rook-drop mate: a Black rook on g9 guards the ninth rank.
+/// Leaving the rank (g8 to g2) or blocking the general's flight square (b9) allows mate;
+/// staying on the rank or stepping the general to b9 does not.
+const AVOID_MATE: &str = "k5r/7/1+N5/7/7/7/7/7/4K2[R] b - - 0 1";
+
+fn rng() -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(7)
+}
+
+fn gumbel_wide() -> SearchConfig {
+    SearchConfig {
+        gumbel: true,
+        gumbel_considered: 1024,
+        gumbel_scale: 0.0,
+        ..SearchConfig::default()
+    }
+}
+
+/// Whether `mv` leaves the opponent without a legal move (mate or stalemate: both lose).
+fn mates(pos: &Position, mv: Move) -> bool {
+    let mut p = pos.clone();
+    p.play(mv);
+    p.legal_moves().is_empty()
+}
+
+/// Whether the side to move in `pos` has a mating move.
+fn has_mate_in_one(pos: &Position) -> bool {
+    pos.legal_moves().iter().any(|&mv| mates(pos, mv))
+}
+
+/// Whether playing `mv` lets the opponent mate at once.
+fn allows_mate(pos: &Position, mv: Move) -> bool {
+    let mut p = pos.clone();
+    p.play(mv);
+    has_mate_in_one(&p)
+}
+
+#[test]
+fn positions_are_what_the_tests_say() {
+    let pos = Position::from_fen(MATE_IN_ONE).unwrap();
+    let moves = pos.legal_moves();
+    let mating = moves.iter().filter(|&&m| mates(&pos, m)).count();
+    assert!(
+        mating >= 1 && mating < moves.len() / 4,
+        "{mating} of {}",
+        moves.len()
+    );
+
+    let pos = Position::from_fen(AVOID_MATE).unwrap();
+    let moves = pos.legal_moves();
+    let losing = moves.iter().filter(|&&m| allows_mate(&pos, m)).count();
+    assert!(
+        losing >= 1 && losing < moves.len(),
+        "{losing} of {} allow mate",
+        moves.len()
+    );
+}
+
+fn assert_finds_mate(config: &SearchConfig, sims: u32) {
+    let pos = Position::from_fen(MATE_IN_ONE).unwrap();
+    let r = search_move(
+        &UniformEvaluator,
+        &pos,
+        config,
+        &Limits::simulations(sims),
+        &mut rng(),
+    )
+    .unwrap();
+    let mv = r.best_move.expect("a move");
+    assert!(mates(&pos, mv), "{mv} does not mate; pv {:?}", r.pv);
+    assert!(r.root_value > 0.5, "root value {}", r.root_value);
+}
+
+#[test]
+fn puct_finds_mate_in_one() {
+    assert_finds_mate(&SearchConfig::puct(), 2000);
+}
+
+#[test]
+fn gumbel_finds_mate_in_one() {
+    assert_finds_mate(&gumbel_wide(), 400);
+}
+
+fn assert_avoids_mate(config: &SearchConfig, sims: u32) {
+    let pos = Position::from_fen(AVOID_MATE).unwrap();
+    let r = search_move(
+        &UniformEvaluator,
+        &pos,
+        config,
+        &Limits::simulations(sims),
+        &mut rng(),
+    )
+    .unwrap();
+    let mv = r.best_move.expect("a move");
+    assert!(
+        !allows_mate(&pos, mv),
+        "{mv} allows mate in one; pv {:?}",
+        r.pv
+    );
+}
+
+#[test]
+fn puct_avoids_allowing_mate_in_one() {
+    assert_avoids_mate(&SearchConfig::puct(), 20_000);
+}
+
+#[test]
+fn gumbel_avoids_allowing_mate_in_one() {
+    assert_avoids_mate(&gumbel_wide(), 20_000);
+}
+
+fn assert_distribution_over_legal_moves(pos: &Position, policy: &[(Move, f32)]) {
+    let legal = pos.legal_moves();
+    assert_eq!(policy.len(), legal.len());
+    for &(mv, p) in policy {
+        assert!(legal.contains(&mv), "{mv} is not legal");
+        assert!(p.is_finite() && p >= 0.0, "{mv}: {p}");
+    }
+    let sum: f32 = policy.iter().map(|(_, p)| p).sum();
+    assert!((sum - 1.0).abs() < 1e-4, "sum {sum}");
+}
+
+#[test]
+fn targets_are_distributions_over_legal_moves() {
+    let mut pos = Position::startpos();
+    let mut rng = rng();
+    let configs = [SearchConfig::puct(), SearchConfig::default(), gumbel_wide()];
+    for ply in 0..24 {
+        for config in &configs {
+            for sims in [0, 1, 7, 50] {
+                let r = search_move(
+                    &UniformEvaluator,
+                    &pos,
+                    config,
+                    &Limits::simulations(sims),
+                    &mut rng,
+                )
+                .unwrap();
+                assert_distribution_over_legal_moves(&pos, &r.policy);
+                assert!(pos.is_legal(r.best_move.unwrap()));
+                for mv in &r.pv {
+                    assert!(Move::from_u16(mv.to_u16()).is_some());
+                }
+            }
+        }
+        let r = search_move(
+            &UniformEvaluator,
+            &pos,
+            &SearchConfig::default(),
+            &Limits::simulations(16),
+            &mut rng,
+        )
+        .unwrap();
+        pos.play(r.best_move.unwrap());
+        if pos.outcome().is_some() {
+            break;
+        }
+        let _ = ply;
+    }
+}
+
+/// Counts the positions it is asked about.
+struct Counting(AtomicUsize);
+
+impl Evaluator for Counting {
+    fn evaluate(&self, positions: &[&Position]) -> Vec<Evaluation> {
+        self.0.fetch_add(positions.len(), Ordering::Relaxed);
+        UniformEvaluator.evaluate(positions)
+    }
+}
+
+#[test]
+fn gumbel_sequential_halving_spends_exactly_the_budget() {
+    let pos = Position::startpos();
+    for considered in [1, 2, 4, 16, 64] {
+        for sims in [1, 2, 5, 16, 17, 64, 100, 257] {
+            let config = SearchConfig {
+                gumbel_considered: considered,
+                ..SearchConfig::default()
+            };
+            let counter = Counting(AtomicUsize::new(0));
+            let mut search = Search::new(pos.clone(), config).unwrap();
+            let r = search
+                .run(&counter, &Limits::simulations(sims), false, &mut rng())
+                .unwrap();
+            assert_eq!(r.simulations, sims, "m={considered}");
+            let visits: u32 = r.moves.iter().map(|m| m.visits).sum();
+            assert_eq!(visits, sims, "m={considered} n={sims}: root child visits");
+            // One evaluation for the root, one per simulation (no terminal this close to
+            // the start).
+            assert_eq!(counter.0.load(Ordering::Relaxed), sims as usize + 1);
+            // Sequential halving never visits more than m distinct root moves.
+            let visited = r.moves.iter().filter(|m| m.visits > 0).count();
+            assert!(
+                visited <= considered.min(sims as usize),
+                "m={considered} n={sims}: {visited}"
+            );
+        }
+    }
+}
+
+#[test]
+fn terminal_root_reports_the_result() {
+    let pos = Position::from_fen(MATE_IN_ONE).unwrap();
+    let mv = pos
+        .legal_moves()
+        .iter()
+        .copied()
+        .find(|&m| mates(&pos, m))
+        .unwrap();
+    let mut mated = pos.clone();
+    mated.play(mv);
+    for config in [SearchConfig::puct(), SearchConfig::default()] {
+        let r = search_move(
+            &UniformEvaluator,
+            &mated,
+            &config,
+            &Limits::simulations(10),
+            &mut rng(),
+        )
+        .unwrap();
+        assert_eq!(r.best_move, None);
+        assert_eq!(r.root_value, -1.0);
+        assert!(r.terminal.is_some());
+        assert!(r.policy.is_empty());
+    }
+}
+
+#[test]
+fn limits_stop_the_search() {
+    let pos = Position::startpos();
+    let mut search = Search::new(pos.clone(), SearchConfig::puct()).unwrap();
+    let limits = Limits {
+        simulations: 1_000_000,
+        max_nodes: Some(5_000),
+        deadline: None,
+    };
+    let r = search
+        .run(&UniformEvaluator, &limits, false, &mut rng())
+        .unwrap();
+    assert!(
+        r.nodes >= 5_000 && r.nodes < 5_000 + 1024,
+        "{} nodes",
+        r.nodes
+    );
+    assert!(r.simulations < 1_000_000);
+
+    let mut search = Search::new(pos, SearchConfig::puct()).unwrap();
+    let limits = Limits {
+        simulations: 1_000_000,
+        max_nodes: None,
+        deadline: Some(Instant::now() + Duration::from_millis(100)),
+    };
+    let t = Instant::now();
+    let r = search
+        .run(&UniformEvaluator, &limits, false, &mut rng())
+        .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(r.simulations > 0 && r.simulations < 1_000_000);
+    assert!(!r.pv.is_empty());
+}
+
+#[test]
+fn tree_reuse_keeps_the_played_subtree() {
+    let pos = Position::startpos();
+    let mut search = Search::new(pos, SearchConfig::puct()).unwrap();
+    let r = search
+        .run(
+            &UniformEvaluator,
+            &Limits::simulations(2000),
+            false,
+            &mut rng(),
+        )
+        .unwrap();
+    let best = r.best_move.unwrap();
+    let kept = r.moves.iter().find(|m| m.mv == best).unwrap().visits;
+    assert!(kept > 1);
+    search.advance(best).unwrap();
+    let r2 = search.result();
+    let inherited: u32 = r2.moves.iter().map(|m| m.visits).sum();
+    assert_eq!(inherited + 1, kept, "the new root's visits are the child's");
+    assert!(search.advance(best).is_err() || search.root().plies_played() == 2);
+
+    let mut fresh = Search::new(
+        Position::startpos(),
+        SearchConfig {
+            reuse_tree: false,
+            ..SearchConfig::puct()
+        },
+    )
+    .unwrap();
+    fresh
+        .run(
+            &UniformEvaluator,
+            &Limits::simulations(100),
+            false,
+            &mut rng(),
+        )
+        .unwrap();
+    fresh.advance(best).unwrap();
+    assert_eq!(fresh.node_count(), 1);
+}
+
+#[test]
+fn illegal_advance_is_an_error() {
+    let mut search = Search::new(Position::startpos(), SearchConfig::default()).unwrap();
+    let bogus = Move::parse_uci("a1a9").unwrap();
+    assert!(search.advance(bogus).is_err());
+    assert_eq!(search.root().plies_played(), 0);
+}
+
+#[test]
+fn invalid_config_is_rejected() {
+    let config = SearchConfig {
+        c_puct: -1.0,
+        ..SearchConfig::default()
+    };
+    let err = Search::new(Position::startpos(), config).err().unwrap();
+    assert!(err.to_string().contains("c_puct"), "{err}");
+}

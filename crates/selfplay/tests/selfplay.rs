@@ -1,0 +1,337 @@
+//! The self-play pool and its records, with the uniform evaluator.
+
+use yari_rules::Move;
+use yari_selfplay::record::{decode_shard, encode_shard};
+use yari_selfplay::{
+    list_shards, read_shard, run_selfplay, write_shard, GameEnd, GameRecord, GameResult,
+    RecordError, RunOptions, SearchConfig, SelfplayConfig, ShardWriter, UniformEvaluator,
+};
+
+/// Small and quick: short games, few simulations.
+fn quick(seed: u64) -> SelfplayConfig {
+    SelfplayConfig {
+        full_simulations: 12,
+        cheap_simulations: 4,
+        full_search_fraction: 0.5,
+        ply_cap: 60,
+        concurrent_games: 5,
+        seed,
+        ..SelfplayConfig::default()
+    }
+}
+
+fn play(config: &SelfplayConfig, games: usize) -> Vec<GameRecord> {
+    let mut out = Vec::new();
+    let stats = run_selfplay(
+        &UniformEvaluator,
+        config,
+        games,
+        RunOptions::default(),
+        |g| {
+            out.push(g);
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(stats.games, games);
+    assert_eq!(out.len(), games);
+    out
+}
+
+#[test]
+fn same_seed_same_games_whatever_the_threads() {
+    let config = quick(11);
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let two = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let a = one.install(|| play(&config, 8));
+    let b = two.install(|| play(&config, 8));
+    assert_eq!(a, b);
+    let c = play(&quick(12), 8);
+    assert_ne!(a, c, "a different seed should give different games");
+    // Gumbel noise and PUCT sampling both depend on the seed.
+    let puct = SelfplayConfig {
+        search: SearchConfig {
+            gumbel: false,
+            ..SearchConfig::default()
+        },
+        ..quick(11)
+    };
+    assert_eq!(play(&puct, 4), play(&puct, 4));
+}
+
+#[test]
+fn games_are_complete_and_replayable() {
+    for gumbel in [true, false] {
+        let mut config = quick(3);
+        config.search.gumbel = gumbel;
+        for g in play(&config, 6) {
+            g.validate().unwrap();
+            assert!(g.moves.len() <= 60);
+            let end = g.final_position().unwrap();
+            match g.end {
+                GameEnd::PlyCap => {
+                    assert_eq!(g.moves.len(), 60);
+                    assert_eq!(g.result, GameResult::Draw);
+                }
+                GameEnd::Resignation => {}
+                _ => {
+                    let outcome = end.outcome().expect("the rules ended the game");
+                    assert_eq!(GameEnd::from(outcome.reason), g.end);
+                    assert_eq!(GameResult::from_winner(outcome.winner), g.result);
+                }
+            }
+            // Playout cap randomization: only some moves are samples.
+            assert!(g.samples.len() < g.moves.len().max(1));
+            let mut n = 0;
+            for (pos, s) in g.replay_samples().unwrap() {
+                n += 1;
+                assert_eq!(pos.plies_played(), s.ply as usize);
+                let legal = pos.legal_moves();
+                assert_eq!(s.policy.len(), legal.len());
+                let sum: f32 = s.policy.iter().map(|(_, p)| p).sum();
+                assert!((sum - 1.0).abs() < 1e-4);
+                for &(code, _) in &s.policy {
+                    assert!(legal.contains(&Move::from_u16(code).unwrap()));
+                }
+                let wdl = g.wdl_target(&pos);
+                assert_eq!(wdl.iter().sum::<f32>(), 1.0);
+            }
+            assert_eq!(n, g.samples.len());
+        }
+    }
+}
+
+#[test]
+fn full_search_fraction_one_trains_on_every_unforced_move() {
+    let config = SelfplayConfig {
+        full_search_fraction: 1.0,
+        ..quick(5)
+    };
+    for g in play(&config, 3) {
+        let forced = g
+            .replay_samples()
+            .unwrap()
+            .filter(|(pos, _)| pos.legal_moves().len() <= 1)
+            .count();
+        assert_eq!(forced, 0);
+        assert!(
+            g.samples.len() + 5 >= g.moves.len(),
+            "{} of {}",
+            g.samples.len(),
+            g.moves.len()
+        );
+    }
+}
+
+#[test]
+fn resignation_and_false_resign_measurement() {
+    // The uniform evaluator values everything as a draw (0), so a threshold above 0 makes
+    // every side "lose" at once: games with resignation on end by resignation, the others
+    // are played out and record who would have resigned.
+    let config = SelfplayConfig {
+        resign_threshold: 0.5,
+        resign_consecutive: 2,
+        resign_disabled_fraction: 0.5,
+        ..quick(9)
+    };
+    let mut stats_games = Vec::new();
+    let stats = run_selfplay(&UniformEvaluator, &config, 12, RunOptions::default(), |g| {
+        stats_games.push(g);
+        Ok(())
+    })
+    .unwrap();
+    let disabled: Vec<_> = stats_games
+        .iter()
+        .filter(|g| g.resignation_disabled)
+        .collect();
+    assert!(!disabled.is_empty() && disabled.len() < 12);
+    for g in &stats_games {
+        if g.resignation_disabled {
+            assert_ne!(g.end, GameEnd::Resignation);
+            // White searches first, so White meets the rule first.
+            assert_eq!(g.would_resign, Some(GameResult::BlackWins));
+        } else {
+            assert_eq!(g.end, GameEnd::Resignation);
+            assert_eq!(g.moves.len(), 2, "white resigns on its second move");
+            assert_eq!(g.result, GameResult::BlackWins);
+        }
+    }
+    assert_eq!(stats.resign_disabled_games, disabled.len());
+    assert_eq!(stats.would_resign_games, disabled.len());
+    let false_resigns = disabled
+        .iter()
+        .filter(|g| g.result != GameResult::BlackWins)
+        .count();
+    assert_eq!(stats.false_resignations, false_resigns);
+    assert_eq!(
+        stats.false_resign_rate(),
+        Some(false_resigns as f64 / disabled.len() as f64)
+    );
+    assert!(stats.resign_rate() > 0.0);
+}
+
+#[test]
+fn shard_round_trip() {
+    let games = play(&quick(21), 5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.yshard");
+    write_shard(&path, &games).unwrap();
+    assert_eq!(read_shard(&path).unwrap(), games);
+
+    let mut writer = ShardWriter::new(dir.path().join("run"), "sp", 2).unwrap();
+    for g in games.iter().cloned() {
+        writer.push(g).unwrap();
+    }
+    let written = writer.finish().unwrap();
+    assert_eq!(written.len(), 3);
+    // A stray temporary file is not a shard.
+    std::fs::write(
+        dir.path().join("run").join(".sp-00003.yshard.1.tmp"),
+        b"partial",
+    )
+    .unwrap();
+    let listed = list_shards(dir.path().join("run")).unwrap();
+    assert_eq!(listed, written);
+    let back: Vec<GameRecord> = listed.iter().flat_map(|p| read_shard(p).unwrap()).collect();
+    assert_eq!(back, games);
+
+    // Writing the same shard names again is refused rather than overwriting.
+    let mut again = ShardWriter::new(dir.path().join("run"), "sp", 2).unwrap();
+    again.push(games[0].clone()).unwrap();
+    assert!(matches!(again.finish(), Err(RecordError::AlreadyExists(_))));
+
+    // An empty shard is valid.
+    assert_eq!(decode_shard(&encode_shard(&[]).unwrap()).unwrap(), vec![]);
+}
+
+#[test]
+fn truncated_shards_are_rejected() {
+    let games = play(&quick(22), 2);
+    let bytes = encode_shard(&games).unwrap();
+    for len in [0, 3, 10, 23, 24, bytes.len() / 2, bytes.len() - 1] {
+        let err = decode_shard(&bytes[..len]).unwrap_err();
+        assert!(
+            matches!(err, RecordError::Truncated { .. }),
+            "len {len}: {err}"
+        );
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(matches!(
+        decode_shard(&longer),
+        Err(RecordError::TrailingData { extra: 1 })
+    ));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.yshard");
+    std::fs::write(&path, &bytes[..bytes.len() - 7]).unwrap();
+    assert!(matches!(
+        read_shard(&path),
+        Err(RecordError::Truncated { .. })
+    ));
+    assert!(matches!(
+        read_shard(dir.path().join("missing.yshard")),
+        Err(RecordError::Io { .. })
+    ));
+}
+
+#[test]
+fn corrupt_shards_are_rejected() {
+    let games = play(&quick(23), 2);
+    let bytes = encode_shard(&games).unwrap();
+    // Every single flipped bit in the payload or checksum is caught by the checksum.
+    for i in (20..bytes.len()).step_by(7) {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x10;
+        let err = decode_shard(&bad).unwrap_err();
+        assert!(
+            matches!(err, RecordError::ChecksumMismatch { .. }),
+            "byte {i}: {err}"
+        );
+    }
+    let mut bad = bytes.clone();
+    bad[0] = b'X';
+    assert!(matches!(
+        decode_shard(&bad),
+        Err(RecordError::BadMagic { .. })
+    ));
+    let mut bad = bytes.clone();
+    bad[4] = 9;
+    assert!(matches!(
+        decode_shard(&bad),
+        Err(RecordError::UnsupportedVersion { found: 9 })
+    ));
+    assert!(matches!(
+        decode_shard(b"not a shard at all, just text"),
+        Err(RecordError::BadMagic { .. })
+    ));
+}
+
+#[test]
+fn checksummed_but_invalid_games_are_rejected() {
+    // A record that is well formed but illegal (as a buggy writer could produce) must be an
+    // error at read time, not a panic in the trainer.
+    let mut games = play(&quick(24), 1);
+    games[0].moves[0] = Move::parse_uci("a1a9").unwrap().to_u16();
+    let bytes = encode_shard(&games).unwrap();
+    assert!(matches!(
+        decode_shard(&bytes),
+        Err(RecordError::InvalidGame { .. })
+    ));
+
+    let mut games = play(&quick(24), 1);
+    if let Some(s) = games[0].samples.first_mut() {
+        s.policy[0].1 += 0.5;
+        let bytes = encode_shard(&games).unwrap();
+        assert!(matches!(
+            decode_shard(&bytes),
+            Err(RecordError::InvalidGame { .. })
+        ));
+    }
+}
+
+#[test]
+fn config_validation_and_toml() {
+    assert!(SelfplayConfig::default().validate().is_ok());
+    let bad = SelfplayConfig {
+        full_search_fraction: 1.5,
+        ..SelfplayConfig::default()
+    };
+    let err = bad.validate().unwrap_err();
+    assert_eq!(err.field, "full_search_fraction");
+    let bad = SelfplayConfig {
+        cheap_simulations: 100,
+        full_simulations: 10,
+        ..SelfplayConfig::default()
+    };
+    assert_eq!(bad.validate().unwrap_err().field, "cheap_simulations");
+    let err = run_selfplay(
+        &UniformEvaluator,
+        &bad,
+        1,
+        RunOptions::default(),
+        |_| Ok(()),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("cheap_simulations"), "{err}");
+
+    let parsed: SelfplayConfig = toml::from_str(
+        "full_simulations = 200\nseed = 5\n[search]\ngumbel = false\nc_puct = 2.0\n",
+    )
+    .unwrap();
+    assert_eq!(parsed.full_simulations, 200);
+    assert_eq!(parsed.seed, 5);
+    assert!(!parsed.search.gumbel);
+    assert_eq!(parsed.search.c_puct, 2.0);
+    assert_eq!(
+        parsed.cheap_simulations,
+        SelfplayConfig::default().cheap_simulations
+    );
+    assert!(toml::from_str::<SelfplayConfig>("no_such_field = 1").is_err());
+}
