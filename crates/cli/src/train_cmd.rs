@@ -1,0 +1,77 @@
+//! `yari train`, `yari plot` and `yari bench train`: thin wrappers over the `yari-train`
+//! library, which does the work and documents the run-directory files.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use yari_train::{bench_train, plot::plot_run, TrainConfig, Trainer};
+
+/// The config for `yari train`: the file given with `--config` (TOML, or JSON by extension),
+/// else the defaults.
+pub fn load_config(path: Option<&Path>) -> Result<TrainConfig> {
+    match path {
+        Some(p) => TrainConfig::from_file(p)
+            .with_context(|| format!("reading training config {}", p.display())),
+        None => Ok(TrainConfig::default()),
+    }
+}
+
+/// `yari train --run-dir DIR [--config FILE] [--steps N]`: resumes (or starts) the trainer of
+/// the run and runs `steps` optimizer steps (default: the config's `steps_per_generation`)
+/// with a progress bar, then prints the mean losses.
+pub fn run(run_dir: &Path, config: TrainConfig, steps: Option<u64>) -> Result<()> {
+    let steps = steps.unwrap_or(config.steps_per_generation);
+    let mut trainer = Trainer::open(run_dir, config)
+        .with_context(|| format!("opening the trainer in {}", run_dir.display()))?;
+    eprintln!(
+        "training {} steps from step {} in {}",
+        steps,
+        trainer.step(),
+        run_dir.display()
+    );
+    let s = trainer.train_steps(steps, true)?;
+    println!(
+        "step {}: loss {:.4} (policy KL {:.4}, value {:.4}), grad norm {:.3}, lr {:.3e}, {:.0} positions/s, window {} of {} positions",
+        s.last_step, s.loss, s.policy_loss, s.value_loss, s.grad_norm, s.lr, s.samples_per_s, s.window, s.total_positions
+    );
+    println!("checkpoint {}", trainer.latest_checkpoint_path().display());
+    Ok(())
+}
+
+/// `yari plot RUN_DIR`: draws `plots/training.png` and `plots/elo.png` and prints their paths.
+pub fn plot(run_dir: &Path) -> Result<()> {
+    let files = plot_run(run_dir).with_context(|| format!("plotting {}", run_dir.display()))?;
+    if files.is_empty() {
+        println!(
+            "nothing to plot in {}: no metrics.jsonl records and no ledger.jsonl entries",
+            run_dir.display()
+        );
+    }
+    for f in files {
+        println!("{}", f.display());
+    }
+    Ok(())
+}
+
+/// `yari bench train [--json]`: training positions per second for the default net and batch
+/// size on the training device (about 10 s of steps after a warm-up).
+pub fn bench(json: bool) -> Result<()> {
+    let config = TrainConfig::default();
+    let b = bench_train(&config, Duration::from_secs(10)).context("training benchmark")?;
+    if json {
+        println!("{}", serde_json::to_string(&b)?);
+    } else {
+        println!(
+            "net {}x{}, batch {}, device {}: {:.1} ms/step, {:.0} samples/s ({} steps)",
+            b.net.blocks,
+            b.net.channels,
+            b.batch_size,
+            b.device,
+            b.step_ms,
+            b.samples_per_s,
+            b.steps
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! Training throughput measurement and synthetic game records.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use yari_model::NetConfig;
+use yari_rules::{Position, START_FEN};
+use yari_selfplay::{GameEnd, GameRecord, GameResult, Sample};
+
+use crate::config::TrainConfig;
+use crate::error::TrainError;
+use crate::trainer::{training_device, Stepper};
+use crate::window::{Prefetcher, WindowSnapshot};
+
+/// Games of uniformly random legal moves, every position a sample whose target puts half its
+/// mass on the move played and spreads the rest over the other legal moves (a stand-in for a
+/// search's visit distribution). For benchmarks and tests: realistic shapes without search.
+pub fn random_games(games: usize, max_plies: usize, seed: u64) -> Vec<GameRecord> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..games)
+        .map(|game_id| {
+            let mut pos = Position::startpos();
+            let mut moves = Vec::new();
+            let mut samples = Vec::new();
+            let outcome = loop {
+                if let Some(o) = pos.outcome_with_ply_cap(Some(max_plies)) {
+                    break o;
+                }
+                let legal = pos.legal_moves();
+                let legal: Vec<_> = legal.iter().copied().collect();
+                let mv = *legal
+                    .choose(&mut rng)
+                    .expect("a game goes on only with legal moves");
+                let rest = if legal.len() > 1 {
+                    0.5 / (legal.len() - 1) as f32
+                } else {
+                    0.0
+                };
+                let policy = legal
+                    .iter()
+                    .map(|&m| {
+                        let p = if m == mv {
+                            1.0 - rest * (legal.len() - 1) as f32
+                        } else {
+                            rest
+                        };
+                        (m.to_u16(), p)
+                    })
+                    .collect();
+                samples.push(Sample {
+                    ply: moves.len() as u32,
+                    root_value: rng.random_range(-1.0..1.0),
+                    policy,
+                });
+                moves.push(mv.to_u16());
+                pos.play(mv);
+            };
+            GameRecord {
+                game_id: game_id as u64,
+                start_fen: START_FEN.to_string(),
+                moves,
+                samples,
+                result: GameResult::from_winner(outcome.winner),
+                end: GameEnd::from(outcome.reason),
+                resignation_disabled: false,
+                would_resign: None,
+            }
+        })
+        .collect()
+}
+
+/// Result of [`bench_train`].
+#[derive(Clone, Debug, Serialize)]
+pub struct TrainBench {
+    /// Net trained.
+    pub net: NetConfig,
+    /// Positions per step.
+    pub batch_size: usize,
+    /// Timed steps.
+    pub steps: u64,
+    /// Mean wall time of a step, milliseconds.
+    pub step_ms: f64,
+    /// Training positions per second (forward, backward, optimizer; batch building overlapped
+    /// by the prefetching producer, as in real training).
+    pub samples_per_s: f64,
+    /// The burn device trained on.
+    pub device: String,
+}
+
+/// Times training steps of `config`'s net and batch size on the training device, on batches
+/// from random games, for at least `min_time` (and 3 steps) after 2 warm-up steps.
+pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBench, TrainError> {
+    config.validate()?;
+    let device = training_device();
+    device.seed(config.seed);
+    let net = config.net.init(&device);
+    let mut stepper = Stepper::new(config.clone(), device.clone(), net);
+    let window = Arc::new(WindowSnapshot::from_games(random_games(
+        48,
+        160,
+        config.seed,
+    )));
+    let mut producer =
+        Prefetcher::spawn(window, config.seed, config.batch_size, 0, u64::MAX / 2, 2);
+    for _ in 0..2 {
+        stepper.step(&producer.next_batch()?)?;
+    }
+    let start = Instant::now();
+    let mut steps = 0u64;
+    while steps < 3 || start.elapsed() < min_time {
+        stepper.step(&producer.next_batch()?)?;
+        steps += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok(TrainBench {
+        net: config.net,
+        batch_size: config.batch_size,
+        steps,
+        step_ms: secs * 1e3 / steps as f64,
+        samples_per_s: (steps as usize * config.batch_size) as f64 / secs,
+        device: format!("{device:?}"),
+    })
+}

@@ -1,0 +1,502 @@
+//! The trainer's configuration: everything that decides what a training run computes.
+//!
+//! Every field has a default, so a config file only names what it changes. Unknown fields are
+//! refused, because a misspelt key silently falling back to its default is the kind of mistake
+//! that costs a whole run.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use yari_model::NetConfig;
+use yari_rules::encoding::{INPUT_PLANES, POLICY_SIZE};
+
+use crate::error::TrainError;
+
+/// Which optimizer updates the weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    /// Stochastic gradient descent with (optionally Nesterov) momentum and L2 weight decay:
+    /// what AlphaZero and KataGo use, robust to the non-stationary targets of self-play.
+    Sgd,
+    /// Adam with decoupled weight decay: converges faster on small runs and needs less lr
+    /// tuning, at the price of two moment buffers per weight.
+    AdamW,
+}
+
+/// Shape of the learning rate over optimizer steps (after warm-up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LrScheduleKind {
+    /// `lr` for ever.
+    Constant,
+    /// `lr * step_factor^(step / step_every)`.
+    Step,
+    /// Cosine decay from `lr` to `min_lr` over `cosine_steps`, then `min_lr`.
+    Cosine,
+}
+
+/// Learning-rate schedule. A pure function of the step, so resuming needs no scheduler state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LrConfig {
+    /// Schedule after warm-up.
+    pub schedule: LrScheduleKind,
+    /// Peak learning rate, reached at the end of warm-up.
+    pub lr: f64,
+    /// Steps of linear warm-up from `lr / warmup_steps` to `lr`; 0 for none. Warm-up keeps the
+    /// first updates of a fresh net (and of fresh AdamW moments) from overshooting.
+    pub warmup_steps: u64,
+    /// `step` schedule: the lr is multiplied by `step_factor` every `step_every` steps.
+    pub step_every: u64,
+    /// `step` schedule: multiplier applied every `step_every` steps, in (0, 1].
+    pub step_factor: f64,
+    /// `cosine` schedule: steps (counted after warm-up) over which the lr decays to `min_lr`.
+    pub cosine_steps: u64,
+    /// `cosine` schedule: the floor the lr decays to.
+    pub min_lr: f64,
+}
+
+impl Default for LrConfig {
+    fn default() -> Self {
+        Self {
+            schedule: LrScheduleKind::Constant,
+            lr: 0.02,
+            warmup_steps: 100,
+            step_every: 100_000,
+            step_factor: 0.1,
+            cosine_steps: 100_000,
+            min_lr: 0.0002,
+        }
+    }
+}
+
+impl LrConfig {
+    /// The learning rate for optimizer step `step` (0-based: the first update uses step 0).
+    pub fn lr_at(&self, step: u64) -> f64 {
+        if step < self.warmup_steps {
+            return self.lr * (step + 1) as f64 / self.warmup_steps as f64;
+        }
+        let t = step - self.warmup_steps;
+        match self.schedule {
+            LrScheduleKind::Constant => self.lr,
+            LrScheduleKind::Step => {
+                let drops = (t / self.step_every.max(1)).min(i32::MAX as u64) as i32;
+                self.lr * self.step_factor.powi(drops)
+            }
+            LrScheduleKind::Cosine => {
+                let progress = (t as f64 / self.cosine_steps.max(1) as f64).min(1.0);
+                let cos = 0.5 * (1.0 + (std::f64::consts::PI * progress).cos());
+                self.min_lr + (self.lr - self.min_lr) * cos
+            }
+        }
+    }
+}
+
+/// Which positions make up the replay window that batches are drawn from.
+///
+/// The window is the newest `window_size(total)` training positions over all generations,
+/// where `total` is the number of positions in every shard on disk. With a taper the window
+/// grows sub-linearly with the run (KataGo's scheme): early generations, whose play is poor,
+/// drop out quickly while the window is small, and late in a run the window still grows, so
+/// the net does not overfit the last few generations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WindowConfig {
+    /// Upper bound on the window, in positions.
+    pub max_positions: usize,
+    /// Taper: below `taper_base` positions the window is everything; above it, the window is
+    /// `c * (1 + beta * ((total / c)^alpha - 1) / alpha)` with `c = taper_base`. 0 disables
+    /// the taper (the window is then `min(total, max_positions)`).
+    pub taper_base: usize,
+    /// Taper exponent `alpha` in (0, 1]: smaller grows the window more slowly.
+    pub taper_alpha: f64,
+    /// Taper slope `beta` > 0: the window's growth rate just after `taper_base`.
+    pub taper_beta: f64,
+    /// Training refuses to start with fewer positions than this in the window: a handful of
+    /// games would be memorised, not learned from.
+    pub min_positions: usize,
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        Self {
+            max_positions: 500_000,
+            taper_base: 50_000,
+            taper_alpha: 0.75,
+            taper_beta: 0.4,
+            min_positions: 1_000,
+        }
+    }
+}
+
+impl WindowConfig {
+    /// Window size in positions when `total` positions exist.
+    pub fn window_size(&self, total: usize) -> usize {
+        let base = self.taper_base;
+        let tapered = if base == 0 || total <= base {
+            total
+        } else {
+            let c = base as f64;
+            let a = self.taper_alpha;
+            let w = c * (1.0 + self.taper_beta * ((total as f64 / c).powf(a) - 1.0) / a);
+            (w.max(0.0) as usize).min(total)
+        };
+        tapered.min(self.max_positions)
+    }
+}
+
+/// Everything that decides what a training run computes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Network architecture. A run's checkpoints must match it; changing it needs a fresh run
+    /// (resuming refuses a checkpoint of another shape). In a file, `[net]` may name only
+    /// some fields (`blocks = 2`, `channels = 32`); the rest default to `NetConfig::new`'s.
+    #[serde(with = "net_serde")]
+    pub net: NetConfig,
+    /// Positions per optimizer step.
+    pub batch_size: usize,
+    /// Optimizer steps per generation: what `yari train` runs when no `--steps` is given, and
+    /// what the `yari run` loop runs between self-play rounds.
+    pub steps_per_generation: u64,
+    /// Optimizer.
+    pub optimizer: OptimizerKind,
+    /// Learning-rate schedule.
+    pub lr: LrConfig,
+    /// SGD momentum (the velocity's decay), in [0, 1). Ignored by AdamW.
+    pub momentum: f64,
+    /// SGD: use Nesterov momentum.
+    pub nesterov: bool,
+    /// AdamW first-moment decay, in [0, 1).
+    pub adam_beta1: f64,
+    /// AdamW second-moment decay, in [0, 1).
+    pub adam_beta2: f64,
+    /// AdamW epsilon, > 0.
+    pub adam_epsilon: f64,
+    /// Weight decay. SGD: L2 penalty added to the gradient (`grad += wd * w`); AdamW:
+    /// decoupled decay (`w -= lr * wd * w`). It applies to every parameter, batch-norm scales
+    /// included, as in AlphaZero.
+    pub weight_decay: f64,
+    /// Clip the gradient to this global L2 norm (over all parameters together) before the
+    /// optimizer sees it; `None` disables clipping. Global rather than per-tensor clipping
+    /// keeps the update's direction.
+    pub grad_clip_norm: Option<f64>,
+    /// Weight of the value (WDL) loss relative to the policy loss.
+    pub value_loss_weight: f64,
+    /// Replay window.
+    pub window: WindowConfig,
+    /// Write a resumable checkpoint every this many steps (and always at the end of a call to
+    /// `train_steps`), bounding the work lost to a crash.
+    pub checkpoint_interval: u64,
+    /// Seed of the weight initialisation and of the batch sampler. Batch `s` is drawn with an
+    /// RNG seeded from `(seed, s)`, so a resumed run draws the same batches as an uninterrupted
+    /// one.
+    pub seed: u64,
+    /// Directory of the self-play shards, relative to the run directory unless absolute.
+    /// Shards (`*.yshard`) are found in it and in its immediate subdirectories.
+    pub games_dir: PathBuf,
+    /// Batches prepared ahead of the training step by the background producer.
+    pub prefetch_batches: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            net: NetConfig::default(),
+            batch_size: 256,
+            steps_per_generation: 500,
+            optimizer: OptimizerKind::Sgd,
+            lr: LrConfig::default(),
+            momentum: 0.9,
+            nesterov: true,
+            adam_beta1: 0.9,
+            adam_beta2: 0.999,
+            adam_epsilon: 1e-8,
+            weight_decay: 1e-4,
+            grad_clip_norm: Some(5.0),
+            value_loss_weight: 1.0,
+            window: WindowConfig::default(),
+            checkpoint_interval: 200,
+            seed: 0,
+            games_dir: PathBuf::from("games"),
+            prefetch_batches: 4,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Reads a config from a TOML file, or JSON when the file name ends in `.json`.
+    pub fn from_file(path: &Path) -> Result<Self, TrainError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TrainError::io(path, e))?;
+        let config: TrainConfig = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::from_str(&text)
+                .map_err(|e| TrainError::Config(format!("{}: {e}", path.display())))?
+        } else {
+            toml::from_str(&text)
+                .map_err(|e| TrainError::Config(format!("{}: {e}", path.display())))?
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The config as TOML text, e.g. to write a template.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("the config serialises")
+    }
+
+    /// The games directory for the run in `run_dir`.
+    pub fn games_dir_in(&self, run_dir: &Path) -> PathBuf {
+        if self.games_dir.is_absolute() {
+            self.games_dir.clone()
+        } else {
+            run_dir.join(&self.games_dir)
+        }
+    }
+
+    /// Checks every field, naming the first one that is out of range.
+    pub fn validate(&self) -> Result<(), TrainError> {
+        let bad = |field: &str, why: String| Err(TrainError::Config(format!("{field}: {why}")));
+        let n = &self.net;
+        if n.blocks == 0 || n.channels == 0 || n.value_channels == 0 || n.value_hidden == 0 {
+            return bad("net", format!("every size must be positive, got {n:?}"));
+        }
+        if n.input_planes != INPUT_PLANES || n.policy_size() != POLICY_SIZE {
+            return bad(
+                "net",
+                format!(
+                    "input_planes {} / policy size {} do not fit this build's encoding ({INPUT_PLANES} / {POLICY_SIZE})",
+                    n.input_planes,
+                    n.policy_size()
+                ),
+            );
+        }
+        if self.batch_size == 0 {
+            return bad("batch_size", "must be at least 1".into());
+        }
+        if self.steps_per_generation == 0 {
+            return bad("steps_per_generation", "must be at least 1".into());
+        }
+        let lr = &self.lr;
+        if !(lr.lr.is_finite() && lr.lr > 0.0) {
+            return bad("lr.lr", format!("must be a positive number, got {}", lr.lr));
+        }
+        match lr.schedule {
+            LrScheduleKind::Constant => {}
+            LrScheduleKind::Step => {
+                if lr.step_every == 0 {
+                    return bad(
+                        "lr.step_every",
+                        "must be at least 1 for the step schedule".into(),
+                    );
+                }
+                if !(lr.step_factor > 0.0 && lr.step_factor <= 1.0) {
+                    return bad(
+                        "lr.step_factor",
+                        format!("must be in (0, 1], got {}", lr.step_factor),
+                    );
+                }
+            }
+            LrScheduleKind::Cosine => {
+                if lr.cosine_steps == 0 {
+                    return bad(
+                        "lr.cosine_steps",
+                        "must be at least 1 for the cosine schedule".into(),
+                    );
+                }
+                if !(lr.min_lr.is_finite() && lr.min_lr >= 0.0 && lr.min_lr <= lr.lr) {
+                    return bad(
+                        "lr.min_lr",
+                        format!("must be in [0, lr], got {}", lr.min_lr),
+                    );
+                }
+            }
+        }
+        let unit = |v: f64| v.is_finite() && (0.0..1.0).contains(&v);
+        if !unit(self.momentum) {
+            return bad(
+                "momentum",
+                format!("must be in [0, 1), got {}", self.momentum),
+            );
+        }
+        if !unit(self.adam_beta1) {
+            return bad(
+                "adam_beta1",
+                format!("must be in [0, 1), got {}", self.adam_beta1),
+            );
+        }
+        if !unit(self.adam_beta2) {
+            return bad(
+                "adam_beta2",
+                format!("must be in [0, 1), got {}", self.adam_beta2),
+            );
+        }
+        if !(self.adam_epsilon.is_finite() && self.adam_epsilon > 0.0) {
+            return bad(
+                "adam_epsilon",
+                format!("must be positive, got {}", self.adam_epsilon),
+            );
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return bad(
+                "weight_decay",
+                format!("must be >= 0, got {}", self.weight_decay),
+            );
+        }
+        if let Some(c) = self.grad_clip_norm {
+            if !(c.is_finite() && c > 0.0) {
+                return bad(
+                    "grad_clip_norm",
+                    format!("must be positive (omit it to disable), got {c}"),
+                );
+            }
+        }
+        if !(self.value_loss_weight.is_finite() && self.value_loss_weight >= 0.0) {
+            return bad(
+                "value_loss_weight",
+                format!("must be >= 0, got {}", self.value_loss_weight),
+            );
+        }
+        let w = &self.window;
+        if w.max_positions == 0 {
+            return bad("window.max_positions", "must be at least 1".into());
+        }
+        if w.taper_base > 0 {
+            if !(w.taper_alpha > 0.0 && w.taper_alpha <= 1.0) {
+                return bad(
+                    "window.taper_alpha",
+                    format!("must be in (0, 1], got {}", w.taper_alpha),
+                );
+            }
+            if !(w.taper_beta.is_finite() && w.taper_beta > 0.0) {
+                return bad(
+                    "window.taper_beta",
+                    format!("must be positive, got {}", w.taper_beta),
+                );
+            }
+        }
+        if self.checkpoint_interval == 0 {
+            return bad("checkpoint_interval", "must be at least 1".into());
+        }
+        if self.prefetch_batches == 0 {
+            return bad("prefetch_batches", "must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// `NetConfig` with every field optional on input, so a config file can say just
+/// `blocks`/`channels`; the model crate's own serde impl requires all six.
+mod net_serde {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use yari_model::NetConfig;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Partial {
+        blocks: Option<usize>,
+        channels: Option<usize>,
+        input_planes: Option<usize>,
+        policy_planes: Option<usize>,
+        value_channels: Option<usize>,
+        value_hidden: Option<usize>,
+    }
+
+    pub fn serialize<S: Serializer>(net: &NetConfig, s: S) -> Result<S::Ok, S::Error> {
+        net.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<NetConfig, D::Error> {
+        let p = Partial::deserialize(d)?;
+        let default = NetConfig::default();
+        let base = NetConfig::new(
+            p.blocks.unwrap_or(default.blocks),
+            p.channels.unwrap_or(default.channels),
+        );
+        Ok(NetConfig {
+            input_planes: p.input_planes.unwrap_or(base.input_planes),
+            policy_planes: p.policy_planes.unwrap_or(base.policy_planes),
+            value_channels: p.value_channels.unwrap_or(base.value_channels),
+            value_hidden: p.value_hidden.unwrap_or(base.value_hidden),
+            ..base
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_round_trips_through_toml() {
+        let c = TrainConfig::default();
+        c.validate().unwrap();
+        let back: TrainConfig = toml::from_str(&c.to_toml()).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn partial_toml_takes_defaults_and_unknown_keys_are_refused() {
+        let c: TrainConfig =
+            toml::from_str("batch_size = 64\n[lr]\nlr = 0.1\n[net]\nblocks = 2\n").unwrap();
+        assert_eq!(c.batch_size, 64);
+        assert_eq!(c.net, NetConfig::new(2, NetConfig::default().channels));
+        assert_eq!(c.lr.lr, 0.1);
+        assert_eq!(c.lr.warmup_steps, LrConfig::default().warmup_steps);
+        assert!(toml::from_str::<TrainConfig>("batch_sise = 64").is_err());
+    }
+
+    #[test]
+    fn validate_names_the_field() {
+        let c = TrainConfig {
+            momentum: 1.5,
+            ..TrainConfig::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("momentum"), "{e}");
+        let mut c = TrainConfig::default();
+        c.net.input_planes += 1;
+        assert!(c.validate().unwrap_err().to_string().contains("net"));
+    }
+
+    #[test]
+    fn schedules() {
+        let mut lr = LrConfig {
+            warmup_steps: 10,
+            ..LrConfig::default()
+        };
+        assert!((lr.lr_at(0) - 0.002).abs() < 1e-12);
+        assert_eq!(lr.lr_at(9), 0.02);
+        assert_eq!(lr.lr_at(1000), 0.02);
+        lr.schedule = LrScheduleKind::Step;
+        lr.step_every = 100;
+        assert!((lr.lr_at(10 + 250) - 0.0002).abs() < 1e-12);
+        lr.schedule = LrScheduleKind::Cosine;
+        lr.cosine_steps = 100;
+        assert_eq!(lr.lr_at(10), 0.02);
+        assert!((lr.lr_at(60) - (0.0002 + 0.0198 * 0.5)).abs() < 1e-9);
+        assert!((lr.lr_at(10_000) - 0.0002).abs() < 1e-12);
+    }
+
+    #[test]
+    fn tapered_window_grows_sublinearly() {
+        let w = WindowConfig {
+            max_positions: 10_000_000,
+            taper_base: 1000,
+            ..WindowConfig::default()
+        };
+        assert_eq!(w.window_size(500), 500);
+        assert_eq!(w.window_size(1000), 1000);
+        let a = w.window_size(10_000);
+        let b = w.window_size(100_000);
+        assert!(a > 1000 && a < 10_000);
+        assert!(b > a && b < 100_000 && (b - 1000) < 10 * (a - 1000));
+        let fixed = WindowConfig {
+            taper_base: 0,
+            max_positions: 300,
+            ..WindowConfig::default()
+        };
+        assert_eq!(fixed.window_size(100), 100);
+        assert_eq!(fixed.window_size(10_000), 300);
+    }
+}

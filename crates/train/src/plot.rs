@@ -1,0 +1,249 @@
+//! PNG plots of a run: training losses from `metrics.jsonl`, Elo per generation from
+//! `ledger.jsonl`.
+//!
+//! Text is drawn with a subset of DejaVu Sans compiled into the binary (plotters' `ab_glyph`
+//! font backend), not with system fonts through font-kit/fontconfig: a plot must render on a
+//! clean machine or a CI box without fonts installed, and never fail for lack of one.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::prelude::*;
+use plotters::style::{register_font, FontStyle};
+
+use crate::error::TrainError;
+use crate::metrics::{read_metrics, METRICS_FILE};
+
+/// The embedded font (Latin-1 subset of DejaVu Sans; licence in `assets/LICENSE-DejaVu.txt`).
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
+/// Ledger of the `yari run` loop: one JSON object a line with `generation` and `elo`.
+pub const LEDGER_FILE: &str = "ledger.jsonl";
+/// Subdirectory of the run directory the images go to.
+pub const PLOTS_DIR: &str = "plots";
+
+fn register_fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for style in [FontStyle::Normal, FontStyle::Bold] {
+            if register_font("sans-serif", style, FONT).is_err() {
+                panic!("the embedded font does not parse");
+            }
+        }
+    });
+}
+
+/// One Elo point of the ledger.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EloPoint {
+    /// Generation number.
+    pub generation: f64,
+    /// Rating.
+    pub elo: f64,
+}
+
+/// Reads `generation`/`elo` pairs from a ledger, skipping lines without both (or torn ones);
+/// a missing ledger reads as empty. For a generation listed more than once the last line wins.
+pub fn read_ledger(path: &Path) -> Result<Vec<EloPoint>, TrainError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(TrainError::io(path, e)),
+    };
+    let mut points = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let (Some(g), Some(elo)) = (
+            v.get("generation").and_then(|g| g.as_f64()),
+            v.get("elo").and_then(|e| e.as_f64()),
+        ) else {
+            continue;
+        };
+        if g.is_finite() && elo.is_finite() {
+            points.insert(g as i64, EloPoint { generation: g, elo });
+        }
+    }
+    Ok(points.into_values().collect())
+}
+
+fn plot_err(path: PathBuf) -> impl Fn(String) -> TrainError {
+    move |what| TrainError::Plot {
+        path: path.clone(),
+        what,
+    }
+}
+
+/// `[lo, hi]` with a margin, never empty; with `nonneg`, a range of non-negative values
+/// (losses, lr, norms, steps) keeps a non-negative axis.
+fn padded_range(values: impl Iterator<Item = f64>, nonneg: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.05).max(1e-3 * hi.abs().max(1e-9));
+    let low = if nonneg && lo >= 0.0 {
+        (lo - pad).max(0.0)
+    } else {
+        lo - pad
+    };
+    (low, hi + pad)
+}
+
+/// A named series of (x, y) points in a colour.
+type Series<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
+
+/// Draws line series into `area` with a caption, axis descriptions and a legend. The x axis
+/// counts (steps, generations), so it is labelled with integers; with few points every point
+/// gets a marker.
+fn draw_lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    x_desc: &str,
+    y_desc: &str,
+    y_nonneg: bool,
+    series: &[Series<'_>],
+) -> Result<(), String> {
+    let (x0, x1) = padded_range(series.iter().flat_map(|s| s.2.iter().map(|p| p.0)), true);
+    // Whole-number ticks: at most one per unit, at most ten.
+    let x_labels = ((x1 - x0).floor() as usize + 1).clamp(2, 10);
+    let (y0, y1) = padded_range(
+        series.iter().flat_map(|s| s.2.iter().map(|p| p.1)),
+        y_nonneg,
+    );
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_labels(x_labels)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (name, color, points) in series {
+        let color = *color;
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?
+            .label(*name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        if points.len() <= 50 {
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Draws the run's plots into `RUN_DIR/plots/` and returns the files written:
+/// `training.png` (losses, and learning rate with gradient norm) when `metrics.jsonl` has
+/// records, `elo.png` when `ledger.jsonl` has generation/elo pairs. Nothing to draw is not
+/// an error (the list is then empty).
+pub fn plot_run(run_dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
+    register_fonts();
+    let metrics = read_metrics(&run_dir.join(METRICS_FILE))?;
+    let ledger = read_ledger(&run_dir.join(LEDGER_FILE))?;
+    let out_dir = run_dir.join(PLOTS_DIR);
+    let mut written = Vec::new();
+    if metrics.is_empty() && ledger.is_empty() {
+        return Ok(written);
+    }
+    std::fs::create_dir_all(&out_dir).map_err(|e| TrainError::io(&out_dir, e))?;
+
+    if !metrics.is_empty() {
+        let path = out_dir.join("training.png");
+        let err = plot_err(path.clone());
+        let xs = |f: fn(&crate::metrics::StepMetrics) -> f64| -> Vec<(f64, f64)> {
+            metrics.iter().map(|m| (m.step as f64, f(m))).collect()
+        };
+        {
+            let root = BitMapBackend::new(&path, (1200, 900)).into_drawing_area();
+            root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+            let areas = root.split_evenly((2, 1));
+            draw_lines(
+                &areas[0],
+                "Training loss",
+                "step",
+                "loss (nats)",
+                true,
+                &[
+                    ("total", RGBColor(20, 20, 20), xs(|m| m.loss)),
+                    ("policy (KL)", RGBColor(31, 119, 180), xs(|m| m.policy_loss)),
+                    (
+                        "value (WDL CE)",
+                        RGBColor(214, 39, 40),
+                        xs(|m| m.value_loss),
+                    ),
+                ],
+            )
+            .map_err(&err)?;
+            let lower = areas[1].split_evenly((1, 2));
+            draw_lines(
+                &lower[0],
+                "Learning rate",
+                "step",
+                "lr",
+                true,
+                &[("lr", RGBColor(44, 160, 44), xs(|m| m.lr))],
+            )
+            .map_err(&err)?;
+            draw_lines(
+                &lower[1],
+                "Gradient norm (before clipping)",
+                "step",
+                "L2 norm",
+                true,
+                &[("grad norm", RGBColor(148, 103, 189), xs(|m| m.grad_norm))],
+            )
+            .map_err(&err)?;
+            root.present().map_err(|e| err(e.to_string()))?;
+        }
+        written.push(path);
+    }
+
+    if !ledger.is_empty() {
+        let path = out_dir.join("elo.png");
+        let err = plot_err(path.clone());
+        {
+            let root = BitMapBackend::new(&path, (1000, 600)).into_drawing_area();
+            root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+            let points = ledger.iter().map(|p| (p.generation, p.elo)).collect();
+            draw_lines(
+                &root,
+                "Elo by generation",
+                "generation",
+                "Elo",
+                false,
+                &[("Elo", RGBColor(255, 127, 14), points)],
+            )
+            .map_err(&err)?;
+            root.present().map_err(|e| err(e.to_string()))?;
+        }
+        written.push(path);
+    }
+    Ok(written)
+}

@@ -1,0 +1,385 @@
+//! The replay window: the newest training positions over all generations, sampled uniformly.
+//!
+//! Only the game records (moves and sparse search targets, a few hundred bytes a position)
+//! stay in memory; a sampled position is rebuilt by replaying its game from `start_fen` up to
+//! the sample's ply, which also rebuilds the repetition history the encoding depends on, and
+//! then encoded. Batches are built on rayon threads by a background producer a few steps ahead
+//! of the optimizer, so the training step rarely waits for data.
+//!
+//! Batch `s` is drawn with a ChaCha8 RNG seeded with the run's seed on stream `s`: the batch
+//! depends only on (seed, step, window contents), never on how many batches were drawn before
+//! in this process, which is what makes a resumed run draw the same batches as an
+//! uninterrupted one.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::SystemTime;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use yari_rules::encoding::{encode, try_index_of, INPUT_SIZE, POLICY_SIZE};
+use yari_rules::{Move, Position};
+use yari_selfplay::{list_shards, read_shard, GameRecord};
+
+use crate::config::WindowConfig;
+use crate::error::TrainError;
+
+/// One shard file as last seen on disk.
+struct CachedShard {
+    len: u64,
+    modified: SystemTime,
+    positions: usize,
+    /// Loaded while the shard is (partly) inside the window; dropped when it falls out.
+    games: Option<Arc<Vec<GameRecord>>>,
+}
+
+/// Tracks the shard directory and builds window snapshots, reading each shard once per
+/// process (and again only if its size or modification time changes).
+pub struct ReplayWindow {
+    games_dir: PathBuf,
+    config: WindowConfig,
+    cache: HashMap<PathBuf, CachedShard>,
+}
+
+impl ReplayWindow {
+    /// A window over the shards in `games_dir` (and its immediate subdirectories).
+    pub fn new(games_dir: PathBuf, config: WindowConfig) -> Self {
+        Self {
+            games_dir,
+            config,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The directory shards are read from.
+    pub fn games_dir(&self) -> &Path {
+        &self.games_dir
+    }
+
+    /// Shard paths: `*.yshard` in the games directory and its immediate subdirectories
+    /// (e.g. one per generation), temporary files excluded. A missing directory is empty.
+    fn shard_paths(&self) -> Result<Vec<PathBuf>, TrainError> {
+        let dir = &self.games_dir;
+        if !dir.exists() {
+            return Ok(Vec::new());
+        }
+        let mut out = list_shards(dir).map_err(|e| TrainError::shard(dir, e))?;
+        let entries = std::fs::read_dir(dir).map_err(|e| TrainError::io(dir, e))?;
+        for entry in entries {
+            let path = entry.map_err(|e| TrainError::io(dir, e))?.path();
+            let hidden = path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            if path.is_dir() && !hidden {
+                out.extend(list_shards(&path).map_err(|e| TrainError::shard(&path, e))?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rescans the directory and returns the current window.
+    ///
+    /// Shards are ordered by modification time (then path), newest last; the window is the
+    /// newest `config.window_size(total)` positions, where the oldest game in it may be cut.
+    pub fn refresh(&mut self) -> Result<WindowSnapshot, TrainError> {
+        let paths = self.shard_paths()?;
+        let mut seen = Vec::with_capacity(paths.len());
+        for path in paths {
+            let meta = std::fs::metadata(&path).map_err(|e| TrainError::io(&path, e))?;
+            let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            let fresh = self
+                .cache
+                .get(&path)
+                .is_some_and(|c| c.len == meta.len() && c.modified == modified);
+            if !fresh {
+                let games = read_shard(&path).map_err(|e| TrainError::shard(&path, e))?;
+                let positions = games.iter().map(|g| g.samples.len()).sum();
+                self.cache.insert(
+                    path.clone(),
+                    CachedShard {
+                        len: meta.len(),
+                        modified,
+                        positions,
+                        games: Some(Arc::new(games)),
+                    },
+                );
+            }
+            seen.push((modified, path));
+        }
+        // Forget shards that disappeared.
+        self.cache.retain(|p, _| seen.iter().any(|(_, q)| q == p));
+        seen.sort();
+
+        let total: usize = seen.iter().map(|(_, p)| self.cache[p].positions).sum();
+        let size = self.config.window_size(total);
+        let mut segments = Vec::new();
+        let mut taken = 0usize;
+        for (_, path) in seen.iter().rev() {
+            let entry = self.cache.get_mut(path).expect("cached above");
+            if taken >= size {
+                entry.games = None;
+                continue;
+            }
+            let games = match &entry.games {
+                Some(g) => g.clone(),
+                None => {
+                    let g = Arc::new(read_shard(path).map_err(|e| TrainError::shard(path, e))?);
+                    entry.games = Some(g.clone());
+                    g
+                }
+            };
+            for (gi, game) in games.iter().enumerate().rev() {
+                if taken >= size {
+                    break;
+                }
+                let n = game.samples.len();
+                let count = n.min(size - taken);
+                if count == 0 {
+                    continue;
+                }
+                segments.push(Segment {
+                    games: games.clone(),
+                    game: gi,
+                    first_sample: n - count,
+                    count,
+                });
+                taken += count;
+            }
+        }
+        Ok(WindowSnapshot::from_segments(segments, total, seen.len()))
+    }
+}
+
+/// A run of consecutive samples of one game.
+#[derive(Clone)]
+struct Segment {
+    games: Arc<Vec<GameRecord>>,
+    game: usize,
+    first_sample: usize,
+    count: usize,
+}
+
+/// An immutable view of the window, shared with the batch producer.
+#[derive(Clone)]
+pub struct WindowSnapshot {
+    segments: Vec<Segment>,
+    /// `ends[i]`: positions in segments `0..=i`.
+    ends: Vec<usize>,
+    total_positions: usize,
+    shards: usize,
+}
+
+impl WindowSnapshot {
+    fn from_segments(segments: Vec<Segment>, total_positions: usize, shards: usize) -> Self {
+        let mut ends = Vec::with_capacity(segments.len());
+        let mut acc = 0;
+        for s in &segments {
+            acc += s.count;
+            ends.push(acc);
+        }
+        Self {
+            segments,
+            ends,
+            total_positions,
+            shards,
+        }
+    }
+
+    /// A window over in-memory games (all their samples), for benchmarks and tests.
+    pub fn from_games(games: Vec<GameRecord>) -> Self {
+        let games = Arc::new(games);
+        let segments = (0..games.len())
+            .filter(|&i| !games[i].samples.is_empty())
+            .map(|i| Segment {
+                games: games.clone(),
+                game: i,
+                first_sample: 0,
+                count: games[i].samples.len(),
+            })
+            .collect::<Vec<_>>();
+        let total = segments.iter().map(|s| s.count).sum();
+        Self::from_segments(segments, total, 0)
+    }
+
+    /// Positions in the window.
+    pub fn len(&self) -> usize {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
+    /// Whether the window holds no position.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Positions in all shards on disk (the window is the newest part of them).
+    pub fn total_positions(&self) -> usize {
+        self.total_positions
+    }
+
+    /// Shard files found.
+    pub fn shards(&self) -> usize {
+        self.shards
+    }
+
+    /// The game and sample index of window position `i`.
+    fn locate(&self, i: usize) -> (&GameRecord, usize) {
+        let seg = self.ends.partition_point(|&end| end <= i);
+        let s = &self.segments[seg];
+        let start = if seg == 0 { 0 } else { self.ends[seg - 1] };
+        (&s.games[s.game], s.first_sample + (i - start))
+    }
+
+    /// Builds the batch for optimizer step `step` (0-based): `size` positions drawn uniformly
+    /// with replacement, with an RNG seeded from `(seed, step)`, encoded in parallel.
+    pub fn batch(&self, seed: u64, step: u64, size: usize) -> Result<Batch, TrainError> {
+        assert!(!self.is_empty(), "batch from an empty window");
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(step);
+        let picks: Vec<usize> = (0..size).map(|_| rng.random_range(0..self.len())).collect();
+        let mut inputs = vec![0.0f32; size * INPUT_SIZE];
+        let mut policy = vec![0.0f32; size * POLICY_SIZE];
+        let mut wdl = vec![0.0f32; size * 3];
+        let entropies: Vec<f64> = inputs
+            .par_chunks_mut(INPUT_SIZE)
+            .zip(policy.par_chunks_mut(POLICY_SIZE))
+            .zip(wdl.par_chunks_mut(3))
+            .zip(picks.par_iter())
+            .map(|(((x, p), v), &i)| {
+                let (game, sample) = self.locate(i);
+                write_sample(game, sample, x, p, v)
+            })
+            .collect::<Result<_, _>>()?;
+        let policy_entropy = (entropies.iter().sum::<f64>() / size as f64) as f32;
+        Ok(Batch {
+            step,
+            size,
+            inputs,
+            policy,
+            wdl,
+            policy_entropy,
+        })
+    }
+}
+
+/// Replays `game` to its sample `sample` and writes the encoded position, the dense policy
+/// target and the WDL target; returns the target's entropy (nats).
+fn write_sample(
+    game: &GameRecord,
+    sample: usize,
+    x: &mut [f32],
+    p: &mut [f32],
+    v: &mut [f32],
+) -> Result<f64, TrainError> {
+    let invalid = |what: String| TrainError::BadRecord {
+        game_id: game.game_id,
+        what,
+    };
+    let s = &game.samples[sample];
+    let mut pos =
+        Position::from_fen(&game.start_fen).map_err(|e| invalid(format!("start FEN: {e}")))?;
+    for (ply, &code) in game.moves[..s.ply as usize].iter().enumerate() {
+        match Move::from_u16(code) {
+            Some(mv) if pos.is_legal(mv) => pos.play(mv),
+            _ => {
+                return Err(invalid(format!(
+                    "move code {code} at ply {ply} is not legal"
+                )))
+            }
+        }
+    }
+    encode(&pos, x);
+    let mut entropy = 0.0f64;
+    for &(code, prob) in &s.policy {
+        let index = Move::from_u16(code)
+            .filter(|&mv| pos.is_legal(mv))
+            .and_then(|mv| try_index_of(&pos, mv))
+            .ok_or_else(|| {
+                invalid(format!(
+                    "target move code {code} at ply {} is not legal",
+                    s.ply
+                ))
+            })?;
+        p[index] += prob;
+        if prob > 0.0 {
+            entropy -= prob as f64 * (prob as f64).ln();
+        }
+    }
+    v.copy_from_slice(&game.wdl_target(&pos));
+    Ok(entropy)
+}
+
+/// One training batch, host-side and ready to upload.
+pub struct Batch {
+    /// The optimizer step (0-based) it was drawn for.
+    pub step: u64,
+    /// Positions in the batch.
+    pub size: usize,
+    /// Encoded positions `[size, INPUT_PLANES, 9, 7]`.
+    pub inputs: Vec<f32>,
+    /// Dense policy targets `[size, POLICY_SIZE]` (zero off the searched moves).
+    pub policy: Vec<f32>,
+    /// WDL targets `[size, 3]` from each position's side to move.
+    pub wdl: Vec<f32>,
+    /// Mean entropy of the policy targets (nats): subtracted from the policy cross-entropy so
+    /// the reported policy loss is a KL divergence that can reach 0.
+    pub policy_entropy: f32,
+}
+
+/// Builds batches for a range of steps on a background thread, `depth` batches ahead.
+pub struct Prefetcher {
+    rx: Option<Receiver<Result<Batch, TrainError>>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Prefetcher {
+    /// Starts producing the batches of steps `first..first + count`.
+    pub fn spawn(
+        window: Arc<WindowSnapshot>,
+        seed: u64,
+        batch_size: usize,
+        first: u64,
+        count: u64,
+        depth: usize,
+    ) -> Self {
+        let (tx, rx) = sync_channel(depth.max(1));
+        let handle = std::thread::Builder::new()
+            .name("yari-train-batches".into())
+            .spawn(move || {
+                for step in first..first + count {
+                    let batch = window.batch(seed, step, batch_size);
+                    let failed = batch.is_err();
+                    if tx.send(batch).is_err() || failed {
+                        break;
+                    }
+                }
+            })
+            .expect("spawn the batch producer thread");
+        Self {
+            rx: Some(rx),
+            handle: Some(handle),
+        }
+    }
+
+    /// The next batch, in step order.
+    pub fn next_batch(&mut self) -> Result<Batch, TrainError> {
+        self.rx
+            .as_ref()
+            .and_then(|rx| rx.recv().ok())
+            .unwrap_or(Err(TrainError::ProducerStopped))
+    }
+}
+
+impl Drop for Prefetcher {
+    /// Stops the producer (closing the channel makes its next send fail) and waits for it, so
+    /// no encoding work outlives the training call.
+    fn drop(&mut self) {
+        drop(self.rx.take());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

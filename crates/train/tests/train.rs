@@ -1,0 +1,305 @@
+//! End-to-end behaviour of the trainer on small nets: learning, resumption, refusal of a
+//! foreign architecture, divergence handling, plots.
+
+use std::path::Path;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::Tensor;
+use yari_model::checkpoint::{self, Checkpoint, CheckpointMeta};
+use yari_model::{default_device, NetConfig};
+use yari_selfplay::{
+    run_selfplay, write_shard, RunOptions, SelfplayConfig, ShardWriter, UniformEvaluator,
+};
+use yari_train::plot::plot_run;
+use yari_train::{random_games, read_metrics, OptimizerKind, TrainConfig, TrainError, Trainer};
+
+/// A config for tiny nets and tiny data, so each test takes seconds on two cores.
+fn small_config(net: NetConfig) -> TrainConfig {
+    let mut c = TrainConfig {
+        net,
+        batch_size: 16,
+        checkpoint_interval: 3,
+        ..TrainConfig::default()
+    };
+    c.window.min_positions = 1;
+    c.lr.warmup_steps = 2;
+    c
+}
+
+fn write_random_games(run_dir: &Path, games: usize, seed: u64) {
+    let dir = run_dir.join("games");
+    std::fs::create_dir_all(&dir).unwrap();
+    write_shard(
+        dir.join("random-00000.yshard"),
+        &random_games(games, 40, seed),
+    )
+    .unwrap();
+}
+
+/// Every float parameter and buffer of the checkpoint's net, flattened in visiting order.
+fn weights_of(path: &Path) -> Vec<f32> {
+    struct Collect(Vec<f32>);
+    impl ModuleVisitor for Collect {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            self.0
+                .extend(param.val().into_data().try_into_vec::<f32>().unwrap());
+        }
+    }
+    let net = Checkpoint::read(path)
+        .unwrap()
+        .into_net_any(&default_device())
+        .unwrap();
+    let mut c = Collect(Vec::new());
+    net.visit(&mut c);
+    c.0
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// The loop learns: on a small fixed set of self-play positions (uniform-evaluator searches,
+/// written as shards by the self-play crate) the total loss falls by at least 80%. Also checks
+/// the metrics log and the plots of that run.
+#[test]
+fn overfits_a_small_set_of_selfplay_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path();
+    let sp = SelfplayConfig {
+        full_simulations: 16,
+        cheap_simulations: 8,
+        full_search_fraction: 1.0,
+        ply_cap: 24,
+        concurrent_games: 4,
+        games_per_shard: 2,
+        seed: 7,
+        ..SelfplayConfig::default()
+    };
+    let mut writer = ShardWriter::new(run.join("games"), "gen0000", sp.games_per_shard).unwrap();
+    run_selfplay(&UniformEvaluator, &sp, 4, RunOptions::default(), |g| {
+        writer.push(g)
+    })
+    .unwrap();
+    writer.finish().unwrap();
+
+    let mut config = small_config(NetConfig::new(1, 16));
+    config.optimizer = OptimizerKind::AdamW;
+    config.lr.lr = 3e-3;
+    config.lr.warmup_steps = 10;
+    config.weight_decay = 0.0;
+    config.batch_size = 32;
+    config.checkpoint_interval = 1000;
+    let mut trainer = Trainer::open(run, config).unwrap();
+    let summary = trainer.train_steps(300, false).unwrap();
+    assert_eq!(summary.last_step, 300);
+    assert!(summary.window > 50, "window {}", summary.window);
+
+    let metrics = read_metrics(&run.join("metrics.jsonl")).unwrap();
+    assert_eq!(metrics.len(), 300);
+    let mean =
+        |ms: &[yari_train::StepMetrics]| ms.iter().map(|m| m.loss).sum::<f64>() / ms.len() as f64;
+    let first = mean(&metrics[..5]);
+    let last = mean(&metrics[metrics.len() - 20..]);
+    assert!(
+        last < 0.2 * first,
+        "total loss fell only from {first:.3} to {last:.3}"
+    );
+    assert!(metrics
+        .iter()
+        .all(|m| m.samples_per_s > 0.0 && m.grad_norm.is_finite()));
+
+    // Plots: losses from the metrics, Elo from a ledger with one malformed line.
+    std::fs::write(
+        run.join("ledger.jsonl"),
+        "{\"generation\":0,\"elo\":0.0}\n{\"generation\":1,\"elo\":35.5}\nnot json\n{\"generation\":2,\"elo\":80}\n",
+    )
+    .unwrap();
+    let files = plot_run(run).unwrap();
+    assert_eq!(files.len(), 2);
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        assert!(
+            bytes.len() > 1000,
+            "{} is {} bytes",
+            f.display(),
+            bytes.len()
+        );
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    }
+    if let Ok(keep) = std::env::var("YARI_KEEP_PLOTS") {
+        for f in &files {
+            std::fs::copy(f, Path::new(&keep).join(f.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// A run killed after a checkpoint and resumed ends at the same step with the same weights as
+/// an uninterrupted run with the same seed: weights, optimizer state (SGD momentum, AdamW
+/// moments and step counts) and the sampler position all survive.
+#[test]
+fn resume_matches_an_uninterrupted_run() {
+    for optimizer in [OptimizerKind::Sgd, OptimizerKind::AdamW] {
+        let dir = tempfile::tempdir().unwrap();
+        let net = NetConfig::new(1, 8);
+        let init = dir.path().join("init.ckpt");
+        checkpoint::save(
+            &init,
+            &net.init(&default_device()),
+            &CheckpointMeta::new(net),
+        )
+        .unwrap();
+        let mut config = small_config(net);
+        config.optimizer = optimizer;
+        config.lr.lr = 0.01;
+        config.seed = 11;
+
+        let straight = dir.path().join("straight");
+        write_random_games(&straight, 6, 1);
+        let mut t = Trainer::open_with(&straight, config.clone(), Some(&init)).unwrap();
+        t.train_steps(10, false).unwrap();
+        assert_eq!(t.step(), 10);
+        let expected = weights_of(&t.latest_checkpoint_path());
+        drop(t);
+
+        let killed = dir.path().join("killed");
+        write_random_games(&killed, 6, 1);
+        let mut t = Trainer::open_with(&killed, config.clone(), Some(&init)).unwrap();
+        t.train_steps(3, false).unwrap();
+        // Snapshot the state directory as a kill at step 5 would leave it (last checkpoint at
+        // step 3, metrics of steps 4 and 5 already appended), then go past it and "die".
+        let saved = dir.path().join("saved-train");
+        copy_dir(&killed.join("train"), &saved);
+        t.train_steps(2, false).unwrap();
+        drop(t);
+        std::fs::remove_dir_all(killed.join("train")).unwrap();
+        copy_dir(&saved, &killed.join("train"));
+
+        let mut t = Trainer::open(&killed, config.clone()).unwrap();
+        assert_eq!(t.step(), 3);
+        t.train_steps(7, false).unwrap();
+        assert_eq!(t.step(), 10);
+        let resumed = weights_of(&t.latest_checkpoint_path());
+        let diff = max_abs_diff(&expected, &resumed);
+        assert!(
+            diff <= 1e-6,
+            "{optimizer:?}: resumed weights differ by {diff}"
+        );
+        // The metrics log has one record per step after de-duplication.
+        let m = read_metrics(&killed.join("metrics.jsonl")).unwrap();
+        assert_eq!(
+            m.iter().map(|m| m.step).collect::<Vec<_>>(),
+            (1..=10).collect::<Vec<_>>()
+        );
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+/// Resuming with another architecture, or initialising from a checkpoint of another one, is
+/// refused with an error that says what differs.
+#[test]
+fn foreign_architecture_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    write_random_games(&run, 2, 2);
+    let config = small_config(NetConfig::new(1, 8));
+    drop(Trainer::open(&run, config.clone()).unwrap());
+
+    let wider = small_config(NetConfig::new(1, 12));
+    let err = Trainer::open(&run, wider.clone())
+        .err()
+        .expect("must refuse");
+    let msg = err.to_string();
+    assert!(matches!(err, TrainError::Checkpoint { .. }), "{msg}");
+    assert!(
+        msg.contains("architecture mismatch") && msg.contains("channels is 8, expected 12"),
+        "{msg}"
+    );
+
+    let other = dir.path().join("other.ckpt");
+    let net = NetConfig::new(2, 8);
+    checkpoint::save(
+        &other,
+        &net.init(&default_device()),
+        &CheckpointMeta::new(net),
+    )
+    .unwrap();
+    let err = Trainer::open_with(&dir.path().join("fresh"), config, Some(&other))
+        .err()
+        .expect("must refuse");
+    assert!(err.to_string().contains("blocks is 2, expected 1"), "{err}");
+
+    // Resuming with another optimizer is refused too, rather than silently dropping state.
+    let mut adam = small_config(NetConfig::new(1, 8));
+    adam.optimizer = OptimizerKind::AdamW;
+    let err = Trainer::open(&run, adam).err().expect("must refuse");
+    assert!(err.to_string().contains("optimizer"), "{err}");
+}
+
+/// An absurd learning rate makes training diverge: the error names the step, nothing is
+/// written for it, the last checkpoint still loads with finite weights, and a reopened trainer
+/// resumes from it.
+#[test]
+fn divergence_stops_with_the_step_and_keeps_the_last_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path();
+    write_random_games(run, 4, 3);
+    let mut config = small_config(NetConfig::new(1, 8));
+    config.lr.lr = 1e30;
+    config.lr.warmup_steps = 0;
+    config.grad_clip_norm = None;
+    config.checkpoint_interval = 1;
+    let mut t = Trainer::open(run, config.clone()).unwrap();
+    let err = t.train_steps(50, false).expect_err("lr 1e30 must diverge");
+    let TrainError::NonFinite {
+        step,
+        last_checkpoint_step,
+        ..
+    } = &err
+    else {
+        panic!("expected NonFinite, got {err}");
+    };
+    let msg = err.to_string();
+    assert!(msg.contains(&format!("at step {step}")), "{msg}");
+    assert_eq!(*last_checkpoint_step, step - 1);
+    assert!(matches!(t.train_steps(1, false), Err(TrainError::Poisoned)));
+    drop(t);
+
+    let state = Trainer::read_state(run).unwrap().unwrap();
+    assert_eq!(state.step, step - 1);
+    let w = weights_of(&run.join("train").join(&state.checkpoint));
+    assert!(w.iter().all(|x| x.is_finite()));
+    let t = Trainer::open(run, config).unwrap();
+    assert_eq!(t.step(), step - 1);
+}
+
+/// Too little data is a clear error, not a hang or a panic.
+#[test]
+fn empty_window_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = small_config(NetConfig::new(1, 8));
+    config.window.min_positions = 10;
+    let mut t = Trainer::open(dir.path(), config).unwrap();
+    let err = t.train_steps(1, false).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            TrainError::NotEnoughData {
+                have: 0,
+                need: 10,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
