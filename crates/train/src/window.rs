@@ -383,3 +383,57 @@ impl Drop for Prefetcher {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::random_games;
+    use yari_selfplay::write_shard;
+
+    #[test]
+    fn window_takes_the_newest_positions_and_batches_are_reproducible() {
+        let dir = tempfile::tempdir().unwrap();
+        let games = dir.path().join("games");
+        let gen1 = games.join("gen-0001");
+        std::fs::create_dir_all(&gen1).unwrap();
+        let old = random_games(3, 20, 1);
+        let new = random_games(3, 20, 2);
+        let old_n: usize = old.iter().map(|g| g.samples.len()).sum();
+        let new_n: usize = new.iter().map(|g| g.samples.len()).sum();
+        write_shard(games.join("a.yshard"), &old).unwrap();
+        // A later modification time makes this shard the newer one.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write_shard(gen1.join("b.yshard"), &new).unwrap();
+        std::fs::write(games.join(".c.yshard.tmp"), b"partial").unwrap();
+
+        let config = WindowConfig {
+            max_positions: new_n + 5,
+            taper_base: 0,
+            ..WindowConfig::default()
+        };
+        let mut w = ReplayWindow::new(games.clone(), config);
+        let snap = w.refresh().unwrap();
+        assert_eq!(snap.shards(), 2);
+        assert_eq!(snap.total_positions(), old_n + new_n);
+        assert_eq!(snap.len(), new_n + 5);
+        // The 5 oldest-shard positions in the window are the last ones of its last game.
+        let (g, s) = snap.locate(snap.len() - 1);
+        assert_eq!((g.game_id, s), (2, old[2].samples.len() - 1));
+        let (g, _) = snap.locate(0);
+        assert_eq!(g.game_id, 2);
+        assert_eq!(g.moves, new[2].moves);
+
+        let a = snap.batch(9, 4, 8).unwrap();
+        let b = snap.batch(9, 4, 8).unwrap();
+        let c = snap.batch(9, 5, 8).unwrap();
+        assert_eq!(a.inputs, b.inputs);
+        assert_eq!(a.policy, b.policy);
+        assert_ne!(a.inputs, c.inputs);
+        for row in a.policy.chunks(POLICY_SIZE) {
+            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+        }
+        for row in a.wdl.chunks(3) {
+            assert_eq!(row.iter().sum::<f32>(), 1.0);
+        }
+    }
+}
