@@ -25,8 +25,11 @@ use crate::config::{ConfigError, SearchConfig};
 use crate::noise;
 use crate::{Evaluation, Evaluator};
 
-/// Largest simulation budget a Gumbel search accepts: its halving schedule is precomputed.
+/// Largest simulation budget a search accepts.
 pub const MAX_SIMULATIONS: u32 = 10_000_000;
+
+/// Longest precomputed sequential-halving schedule (Gumbel).
+const MAX_SCHEDULE: usize = 1 << 20;
 
 /// Why a search could not be set up or continued.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -415,7 +418,9 @@ impl Search {
             let considered = self.config.gumbel_considered.min(n);
             self.gumbel = Some(GumbelRoot {
                 noise,
-                schedule: considered_visits(considered, self.target as usize),
+                // Very long searches (analysis) run past the plan by the fallback in
+                // `select_gumbel_root` rather than allocate a schedule as long as themselves.
+                schedule: considered_visits(considered, (self.target as usize).min(MAX_SCHEDULE)),
                 visits: vec![0; n],
             });
         } else if self.noise && self.config.dirichlet_fraction > 0.0 && n > 1 {

@@ -335,3 +335,18 @@ fn config_validation_and_toml() {
     );
     assert!(toml::from_str::<SelfplayConfig>("no_such_field = 1").is_err());
 }
+
+#[test]
+fn bench_reports_throughput() {
+    let config = quick(30);
+    let r = yari_selfplay::bench_selfplay(
+        &UniformEvaluator,
+        &config,
+        std::time::Duration::from_millis(300),
+    )
+    .unwrap();
+    assert!(r.plies > 0 && r.evaluations > 0);
+    assert!(r.positions_per_s > 0.0);
+    assert!((0.0..=1.0).contains(&r.search_share));
+    assert!(r.average_batch > 1.0 && r.average_batch <= 5.0);
+}
