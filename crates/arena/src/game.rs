@@ -192,64 +192,66 @@ pub fn play_game(
         }
     }
 
-    while started {
-        if let Some(outcome) = pos.outcome_with_ply_cap(config.ply_cap) {
-            record.winner = outcome.winner.map(Side::from);
-            record.reason = outcome.reason.into();
-            break;
-        }
-        let to_move = pos.side_to_move();
-        let player: &mut dyn Player = match to_move {
-            Color::White => &mut *white,
-            Color::Black => &mut *black,
-        };
-        let view = GameView {
-            start_fen: &start_fen,
-            moves: &moves,
-            position: &pos,
-        };
-        match player.choose_move(&view) {
-            Ok(mv) if pos.is_legal(mv) => {
-                pos.play(mv);
-                moves.push(mv);
-            }
-            Ok(mv) => {
-                forfeit(
-                    &mut record,
-                    to_move,
-                    Reason::IllegalMove,
-                    format!(
-                        "{} played illegal move {mv} in {}",
-                        player.name(),
-                        pos.fen()
-                    ),
-                );
+    if started {
+        loop {
+            if let Some(outcome) = pos.outcome_with_ply_cap(config.ply_cap) {
+                record.winner = outcome.winner.map(Side::from);
+                record.reason = outcome.reason.into();
                 break;
             }
-            Err(PlayerError::BadMoveText(text)) => {
-                forfeit(
-                    &mut record,
-                    to_move,
-                    Reason::IllegalMove,
-                    format!(
-                        "{} sent unparseable move {text:?} in {}",
-                        player.name(),
-                        pos.fen()
-                    ),
-                );
-                break;
-            }
-            Err(e) => {
-                if e.is_fatal() {
-                    broken = Some(to_move);
+            let to_move = pos.side_to_move();
+            let player: &mut dyn Player = match to_move {
+                Color::White => &mut *white,
+                Color::Black => &mut *black,
+            };
+            let view = GameView {
+                start_fen: &start_fen,
+                moves: &moves,
+                position: &pos,
+            };
+            match player.choose_move(&view) {
+                Ok(mv) if pos.is_legal(mv) => {
+                    pos.play(mv);
+                    moves.push(mv);
                 }
-                forfeit(
-                    &mut record,
-                    to_move,
-                    Reason::PlayerFailure,
-                    format!("{}: {e}", player.name()),
-                );
-                break;
+                Ok(mv) => {
+                    forfeit(
+                        &mut record,
+                        to_move,
+                        Reason::IllegalMove,
+                        format!(
+                            "{} played illegal move {mv} in {}",
+                            player.name(),
+                            pos.fen()
+                        ),
+                    );
+                    break;
+                }
+                Err(PlayerError::BadMoveText(text)) => {
+                    forfeit(
+                        &mut record,
+                        to_move,
+                        Reason::IllegalMove,
+                        format!(
+                            "{} sent unparseable move {text:?} in {}",
+                            player.name(),
+                            pos.fen()
+                        ),
+                    );
+                    break;
+                }
+                Err(e) => {
+                    if e.is_fatal() {
+                        broken = Some(to_move);
+                    }
+                    forfeit(
+                        &mut record,
+                        to_move,
+                        Reason::PlayerFailure,
+                        format!("{}: {e}", player.name()),
+                    );
+                    break;
+                }
             }
         }
     }

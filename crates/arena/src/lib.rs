@@ -31,7 +31,7 @@ pub mod openings;
 pub mod player;
 pub mod random;
 pub mod ratings;
-mod search;
+pub mod search;
 pub mod spec;
 pub mod stats;
 pub mod uci;

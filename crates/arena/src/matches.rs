@@ -183,7 +183,7 @@ pub fn run_match(
                 }
             }
             let (pa_ref, pb_ref) = (pa.as_deref_mut().unwrap(), pb.as_deref_mut().unwrap());
-            let a_color = if round % 2 == 0 {
+            let a_color = if round.is_multiple_of(2) {
                 Color::White
             } else {
                 Color::Black

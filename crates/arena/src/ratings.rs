@@ -307,12 +307,13 @@ fn solve(a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
             return None;
         }
         m.swap(col, pivot);
-        for row in 0..n {
+        let pivot_row = m[col].clone();
+        for (row, r) in m.iter_mut().enumerate() {
             if row != col {
-                let f = m[row][col] / m[col][col];
+                let f = r[col] / pivot_row[col];
                 if f != 0.0 {
-                    for k in col..=n {
-                        m[row][k] -= f * m[col][k];
+                    for (x, p) in r[col..].iter_mut().zip(&pivot_row[col..]) {
+                        *x -= f * p;
                     }
                 }
             }
