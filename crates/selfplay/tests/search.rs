@@ -334,3 +334,71 @@ fn invalid_config_is_rejected() {
     let err = Search::new(Position::startpos(), config).err().unwrap();
     assert!(err.to_string().contains("c_puct"), "{err}");
 }
+
+#[test]
+fn root_noise_only_when_asked_and_only_for_puct() {
+    let pos = Position::startpos();
+    let uniform = 1.0 / pos.legal_moves().len() as f32;
+    let config = SearchConfig {
+        gumbel: false,
+        dirichlet_fraction: 0.25,
+        ..SearchConfig::default()
+    };
+    let priors = |config: &SearchConfig, noise: bool| {
+        let mut s = Search::new(pos.clone(), config.clone()).unwrap();
+        let r = s
+            .run(
+                &UniformEvaluator,
+                &Limits::simulations(8),
+                noise,
+                &mut rng(),
+            )
+            .unwrap();
+        r.moves.iter().map(|m| m.prior).collect::<Vec<_>>()
+    };
+    let noised = priors(&config, true);
+    assert!(noised.iter().any(|p| (p - uniform).abs() > 1e-3));
+    assert!((noised.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+    assert!(priors(&config, false)
+        .iter()
+        .all(|p| (p - uniform).abs() < 1e-6));
+    let gumbel = SearchConfig {
+        gumbel: true,
+        ..config
+    };
+    assert!(priors(&gumbel, true)
+        .iter()
+        .all(|p| (p - uniform).abs() < 1e-6));
+}
+
+#[test]
+fn temperature_samples_in_proportion_to_visits() {
+    let pos = Position::startpos();
+    let mut s = Search::new(pos, SearchConfig::puct()).unwrap();
+    let r = s
+        .run(
+            &UniformEvaluator,
+            &Limits::simulations(400),
+            false,
+            &mut rng(),
+        )
+        .unwrap();
+    let best = r.best_move.unwrap();
+    let mut rng = rng();
+    for _ in 0..20 {
+        assert_eq!(
+            yari_selfplay::choose_move(&r, false, 0.0, &mut rng),
+            Some(best)
+        );
+    }
+    let mut distinct = std::collections::HashSet::new();
+    for _ in 0..200 {
+        let mv = yari_selfplay::choose_move(&r, false, 1.0, &mut rng).unwrap();
+        assert!(r.moves.iter().any(|m| m.mv == mv && m.visits > 0));
+        distinct.insert(mv);
+    }
+    assert!(
+        distinct.len() > 3,
+        "temperature 1 should spread over visited moves"
+    );
+}
