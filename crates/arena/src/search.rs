@@ -7,50 +7,53 @@
 //! Both players search with PUCT without root noise (deterministic for a given position;
 //! match openings supply the variety) and no ply cap inside the search. `mcts:SIMS` uses
 //! uniform priors and a draw value everywhere except at real game ends; `model:FILE:SIMS`
-//! uses the checkpoint, loaded once per process and shared by every game thread.
+//! uses the checkpoint: [`PlayerSpec::factory`] loads it once and every game thread shares
+//! it (using the spec itself as the factory loads it once per worker thread).
 
-use crate::player::{Player, PlayerError};
+use crate::player::{PlayerError, PlayerFactory};
 use crate::spec::PlayerSpec;
 
 #[cfg(feature = "search")]
 pub use imp::{MctsFactory, MctsPlayer};
 
-/// Builds an MCTS player for an `Mcts` or `Model` spec; `None` when this build has no search.
+/// A factory for an `Mcts` or `Model` spec: an error in a build without the search.
 #[cfg(not(feature = "search"))]
-pub(crate) fn build(spec: &PlayerSpec) -> Option<Result<Box<dyn Player>, PlayerError>> {
-    let _ = spec;
-    None
+pub(crate) fn factory(spec: &PlayerSpec) -> Result<Box<dyn PlayerFactory>, PlayerError> {
+    Err(PlayerError::Other(format!(
+        "{}: MCTS players need yari-arena's `search` feature (the self-play search)",
+        spec.name()
+    )))
 }
 
-/// Builds an MCTS player for an `Mcts` or `Model` spec.
+/// A factory for an `Mcts` or `Model` spec; a checkpoint is loaded now, once.
 #[cfg(feature = "search")]
-pub(crate) fn build(spec: &PlayerSpec) -> Option<Result<Box<dyn Player>, PlayerError>> {
-    use crate::player::PlayerFactory;
+pub(crate) fn factory(spec: &PlayerSpec) -> Result<Box<dyn PlayerFactory>, PlayerError> {
     use std::sync::Arc;
     use yari_selfplay::UniformEvaluator;
-    let factory = match spec {
-        PlayerSpec::Mcts { sims } => MctsFactory::new(
+    match spec {
+        PlayerSpec::Mcts { sims } => Ok(Box::new(MctsFactory::new(
             spec.name(),
             Arc::new(UniformEvaluator),
             *sims,
             imp::arena_search_config(),
-        ),
-        PlayerSpec::Model { path, sims } => match imp::load_model(path) {
-            Ok(evaluator) => {
-                MctsFactory::new(spec.name(), evaluator, *sims, imp::arena_search_config())
-            }
-            Err(e) => return Some(Err(e)),
-        },
-        _ => return None,
-    };
-    Some(factory.build())
+        ))),
+        PlayerSpec::Model { path, sims } => Ok(Box::new(MctsFactory::new(
+            spec.name(),
+            imp::load_model(path)?,
+            *sims,
+            imp::arena_search_config(),
+        ))),
+        _ => Err(PlayerError::Other(format!(
+            "{} is not an MCTS player",
+            spec.name()
+        ))),
+    }
 }
 
 #[cfg(feature = "search")]
 mod imp {
-    use std::collections::HashMap;
-    use std::path::{Path, PathBuf};
-    use std::sync::{Arc, Mutex, OnceLock};
+    use std::path::Path;
+    use std::sync::Arc;
 
     use rand::rngs::StdRng;
     use rand::SeedableRng;
@@ -68,19 +71,11 @@ mod imp {
         }
     }
 
-    /// Loads a checkpoint on the default device, once per path per process.
+    /// Loads a checkpoint on the default device.
     pub(crate) fn load_model(path: &Path) -> Result<Arc<dyn Evaluator>, PlayerError> {
-        static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<dyn Evaluator>>>> = OnceLock::new();
-        let cache = CACHE.get_or_init(Default::default);
-        let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = cache.get(path) {
-            return Ok(Arc::clone(e));
-        }
         let evaluator = NetEvaluator::from_checkpoint(path, yari_model::default_device())
             .map_err(|e| PlayerError::Other(format!("checkpoint {}: {e}", path.display())))?;
-        let evaluator: Arc<dyn Evaluator> = Arc::new(evaluator);
-        cache.insert(path.to_path_buf(), Arc::clone(&evaluator));
-        Ok(evaluator)
+        Ok(Arc::new(evaluator))
     }
 
     /// Builds [`MctsPlayer`]s sharing one evaluator. Public so that the training loop can

@@ -24,6 +24,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::alphabeta::AlphaBetaPlayer;
+use crate::error::ArenaError;
 use crate::player::{Player, PlayerError, PlayerFactory};
 use crate::random::RandomPlayer;
 use crate::uci::{SearchLimit, UciConfig, UciPlayer};
@@ -126,6 +127,20 @@ impl PlayerSpec {
         Err(SpecError::Unknown(text.to_string()))
     }
 
+    /// A factory for this spec with its expensive set-up done once, now: a checkpoint is
+    /// loaded here (and shared by every player built), so a missing or broken file fails
+    /// before any game starts. Cheap specs just return themselves.
+    pub fn factory(&self) -> Result<Box<dyn PlayerFactory>, ArenaError> {
+        match self {
+            PlayerSpec::Mcts { .. } | PlayerSpec::Model { .. } => crate::search::factory(self)
+                .map_err(|source| ArenaError::Build {
+                    player: PlayerSpec::name(self),
+                    source,
+                }),
+            _ => Ok(Box::new(self.clone())),
+        }
+    }
+
     /// The player's name in records: `random`, `alphabeta:3`, `mcts:800`,
     /// `model:FILE:SIMS`, or the engine's configured name.
     pub fn name(&self) -> String {
@@ -218,13 +233,9 @@ impl PlayerFactory for PlayerSpec {
             PlayerSpec::Random { seed } => Ok(Box::new(RandomPlayer::new(*seed))),
             PlayerSpec::AlphaBeta { depth } => Ok(Box::new(AlphaBetaPlayer::new(*depth))),
             PlayerSpec::Uci(config) => Ok(Box::new(UciPlayer::start(config.clone())?)),
-            PlayerSpec::Mcts { .. } | PlayerSpec::Model { .. } => crate::search::build(self)
-                .ok_or_else(|| {
-                    PlayerError::Other(format!(
-                        "{}: MCTS players need the yari-selfplay search, which this build lacks",
-                        PlayerSpec::name(self)
-                    ))
-                })?,
+            PlayerSpec::Mcts { .. } | PlayerSpec::Model { .. } => {
+                crate::search::factory(self)?.build()
+            }
         }
     }
 }
@@ -280,6 +291,15 @@ mod tests {
         assert_eq!(c.argv[..2], ["node", "--no-experimental-fetch"]);
         assert_eq!(c.limit, SearchLimit::Nodes(500));
         assert_eq!(c.name, "fsf[nodes=500]");
+    }
+
+    #[cfg(not(feature = "search"))]
+    #[test]
+    fn mcts_without_the_search_feature_is_a_clear_error() {
+        let spec = PlayerSpec::parse("mcts:10").unwrap();
+        let err = spec.factory().err().expect("no search in this build");
+        assert!(err.to_string().contains("search"), "{err}");
+        assert!(spec.build().is_err());
     }
 
     #[test]

@@ -187,13 +187,14 @@ impl Pentanomial {
 }
 
 /// Which outcome model the SPRT uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SprtModel {
     /// Single games (L, D, W).
     Trinomial,
     /// Game pairs on the same opening with colours swapped: removes the opening's bias from
-    /// the variance, as fishtest does.
+    /// the variance, as fishtest does. The default.
+    #[default]
     Pentanomial,
 }
 

@@ -37,7 +37,8 @@ fn checkpoint_player_plays_a_match() {
         game: GameConfig { ply_cap: Some(30) },
         ..MatchConfig::default()
     };
-    let r = run_match(&model, &random, &config).unwrap();
+    let factory = model.factory().unwrap();
+    let r = run_match(factory.as_ref(), &random, &config).unwrap();
     assert_eq!(r.wdl.games(), 2);
     assert_eq!(r.games[0].white, spec);
     for g in &r.games {
@@ -56,6 +57,10 @@ fn missing_checkpoint_is_a_build_error() {
     };
     assert!(matches!(
         run_match(&model, &random, &config),
+        Err(yari_arena::ArenaError::Build { .. })
+    ));
+    assert!(matches!(
+        model.factory(),
         Err(yari_arena::ArenaError::Build { .. })
     ));
 }

@@ -81,7 +81,10 @@ pub fn run(
         games_file: options.games_file.clone(),
         seed: options.seed,
     };
-    let result = run_match(&pa, &pb, &config).context("arena match")?;
+    // Factories load checkpoints once, before any game starts.
+    let fa = pa.factory()?;
+    let fb = pb.factory()?;
+    let result = run_match(fa.as_ref(), fb.as_ref(), &config).context("arena match")?;
     print!("{}", table(&result, options.games_file.as_deref()));
     if json {
         println!("{}", serde_json::to_string(&summary(&result))?);
