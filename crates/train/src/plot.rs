@@ -41,8 +41,16 @@ pub struct EloPoint {
     pub elo: f64,
 }
 
-/// Reads `generation`/`elo` pairs from a ledger, skipping lines without both (or torn ones);
-/// a missing ledger reads as empty. For a generation listed more than once the last line wins.
+/// Reads the Elo curve from a ledger; a missing ledger reads as empty, lines that fit
+/// neither form below (or are torn) are skipped.
+///
+/// Two line forms are understood:
+/// - `{"generation": G, "elo": E, ...}`: the rating of generation G, as the `yari run` loop
+///   records it. For a generation listed more than once the last line wins.
+/// - a gating decision of the arena crate, `{"candidate": C, "best": B, "elo": E, ...}` without
+///   a generation: `E` is C's Elo relative to B, so ratings are chained (the first best is 0,
+///   a candidate is its opponent's rating plus `E`) and the generation is the last number in
+///   C's file name (`nets/gen-0003.ckpt` is generation 3).
 pub fn read_ledger(path: &Path) -> Result<Vec<EloPoint>, TrainError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -50,21 +58,60 @@ pub fn read_ledger(path: &Path) -> Result<Vec<EloPoint>, TrainError> {
         Err(e) => return Err(TrainError::io(path, e)),
     };
     let mut points = std::collections::BTreeMap::new();
+    let mut chained = std::collections::HashMap::<String, f64>::new();
     for line in text.lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        let (Some(g), Some(elo)) = (
-            v.get("generation").and_then(|g| g.as_f64()),
-            v.get("elo").and_then(|e| e.as_f64()),
-        ) else {
+        let Some(elo) = v
+            .get("elo")
+            .and_then(|e| e.as_f64())
+            .filter(|e| e.is_finite())
+        else {
             continue;
         };
-        if g.is_finite() && elo.is_finite() {
-            points.insert(g as i64, EloPoint { generation: g, elo });
+        if let Some(g) = v.get("generation").and_then(|g| g.as_f64()) {
+            if g.is_finite() {
+                points.insert(g as i64, EloPoint { generation: g, elo });
+            }
+            continue;
+        }
+        let name = |key: &str| v.get(key).and_then(|s| s.as_str()).map(str::to_string);
+        if let (Some(candidate), Some(best)) = (name("candidate"), name("best")) {
+            if !chained.contains_key(&best) {
+                // The first best anchors the scale at 0.
+                chained.insert(best.clone(), 0.0);
+                if let Some(g) = generation_of(&best) {
+                    points.entry(g as i64).or_insert(EloPoint {
+                        generation: g as f64,
+                        elo: 0.0,
+                    });
+                }
+            }
+            let rating = chained[&best] + elo;
+            chained.insert(candidate.clone(), rating);
+            if let Some(g) = generation_of(&candidate) {
+                points.insert(
+                    g as i64,
+                    EloPoint {
+                        generation: g as f64,
+                        elo: rating,
+                    },
+                );
+            }
         }
     }
     Ok(points.into_values().collect())
+}
+
+/// The last run of digits in the file stem of `name` (`runs/x/nets/gen-0012.ckpt` → 12).
+fn generation_of(name: &str) -> Option<u64> {
+    let stem = Path::new(name).file_stem()?.to_str()?;
+    let end = stem.rfind(|c: char| c.is_ascii_digit())? + 1;
+    let start = stem[..end]
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    stem[start..end].parse().ok()
 }
 
 fn plot_err(path: PathBuf) -> impl Fn(String) -> TrainError {
@@ -246,4 +293,43 @@ pub fn plot_run(run_dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
         written.push(path);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_forms() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        assert!(read_ledger(&path).unwrap().is_empty());
+        std::fs::write(
+            &path,
+            concat!(
+                "{\"generation\":0,\"elo\":0}\n",
+                "{\"generation\":1,\"elo\":20.5}\n",
+                "{\"gener",
+            ),
+        )
+        .unwrap();
+        let pts = read_ledger(&path).unwrap();
+        assert_eq!(pts.len(), 2);
+        assert_eq!(pts[1].elo, 20.5);
+
+        std::fs::write(
+            &path,
+            concat!(
+                "{\"candidate\":\"nets/gen-0001.ckpt\",\"best\":\"nets/gen-0000.ckpt\",\"elo\":30.0,\"promote\":true}\n",
+                "{\"candidate\":\"nets/gen-0002.ckpt\",\"best\":\"nets/gen-0001.ckpt\",\"elo\":-5.0,\"promote\":false}\n",
+                "{\"candidate\":\"nets/gen-0003.ckpt\",\"best\":\"nets/gen-0001.ckpt\",\"elo\":\"inf\"}\n",
+            ),
+        )
+        .unwrap();
+        let pts = read_ledger(&path).unwrap();
+        let got: Vec<(f64, f64)> = pts.iter().map(|p| (p.generation, p.elo)).collect();
+        assert_eq!(got, [(0.0, 0.0), (1.0, 30.0), (2.0, 25.0)]);
+        assert_eq!(generation_of("a/b/gen12-v2.ckpt"), Some(2));
+        assert_eq!(generation_of("best"), None);
+    }
 }
