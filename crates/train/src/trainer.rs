@@ -8,6 +8,7 @@
 //! | `train/step-NNNNNNNNNN.ckpt` | weights + metadata in the model crate's checkpoint format |
 //! | `train/step-NNNNNNNNNN.optim` | optimizer state (momentum / Adam moments), a burnpack optimizer record |
 //! | `train/config.json` | the config of the latest `Trainer::open`, for the record |
+//! | `train/shard-index.json` | size, modification time and position count of every shard seen, so a restart reads only the shards inside the window |
 //! | `metrics.jsonl` | one [`StepMetrics`] per step, appended |
 //!
 //! Each file is written to a temporary name and renamed; `state.json` goes last and older
@@ -38,6 +39,8 @@ use crate::window::{Batch, Prefetcher, ReplayWindow, WindowSnapshot};
 pub const TRAIN_DIR: &str = "train";
 /// The state pointer file inside [`TRAIN_DIR`].
 pub const STATE_FILE: &str = "state.json";
+/// Position counts of the shards seen, inside [`TRAIN_DIR`] (see [`ReplayWindow::with_index`]).
+pub const SHARD_INDEX_FILE: &str = "shard-index.json";
 const STATE_FORMAT: u32 = 1;
 
 /// The resumable state pointer, `RUN_DIR/train/state.json`.
@@ -391,7 +394,8 @@ impl Trainer {
         std::fs::create_dir_all(&train_dir).map_err(|e| TrainError::io(&train_dir, e))?;
         let device = training_device();
         let state_path = train_dir.join(STATE_FILE);
-        let window = ReplayWindow::new(config.games_dir_in(run_dir), config.window.clone());
+        let window = ReplayWindow::new(config.games_dir_in(run_dir), config.window.clone())
+            .with_index(train_dir.join(SHARD_INDEX_FILE));
         let metrics = MetricsWriter::open(&run_dir.join(METRICS_FILE))?;
         write_atomic(
             &train_dir.join("config.json"),

@@ -11,7 +11,7 @@
 //! in this process, which is what makes a resumed run draw the same batches as an
 //! uninterrupted one.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use std::time::SystemTime;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use yari_rules::encoding::{encode, try_index_of, INPUT_SIZE, POLICY_SIZE};
 use yari_rules::{Move, Position};
 use yari_selfplay::{list_shards, read_shard, GameRecord};
@@ -37,12 +38,38 @@ struct CachedShard {
     games: Option<Arc<Vec<GameRecord>>>,
 }
 
+/// Position counts of shards, persisted so that a restarted trainer knows the size of old
+/// shards (which the tapered window needs) without reading them again; only shards inside
+/// the window are read.
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+struct ShardIndex {
+    /// Keyed by the shard's path.
+    shards: BTreeMap<String, IndexEntry>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct IndexEntry {
+    len: u64,
+    modified_s: u64,
+    modified_ns: u32,
+    positions: usize,
+}
+
+fn split_time(t: SystemTime) -> (u64, u32) {
+    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    (d.as_secs(), d.subsec_nanos())
+}
+
 /// Tracks the shard directory and builds window snapshots, reading each shard once per
 /// process (and again only if its size or modification time changes).
 pub struct ReplayWindow {
     games_dir: PathBuf,
     config: WindowConfig,
     cache: HashMap<PathBuf, CachedShard>,
+    /// Where the shard index is kept, if anywhere.
+    index_path: Option<PathBuf>,
+    /// The index as read at the first refresh (or last written).
+    index: Option<ShardIndex>,
 }
 
 impl ReplayWindow {
@@ -52,7 +79,16 @@ impl ReplayWindow {
             games_dir,
             config,
             cache: HashMap::new(),
+            index_path: None,
+            index: None,
         }
+    }
+
+    /// Keeps the shards' position counts in `path` (JSON) between processes. An unreadable
+    /// index is ignored and rebuilt.
+    pub fn with_index(mut self, path: PathBuf) -> Self {
+        self.index_path = Some(path);
+        self
     }
 
     /// The directory shards are read from.
@@ -86,6 +122,15 @@ impl ReplayWindow {
     /// Shards are ordered by modification time (then path), newest last; the window is the
     /// newest `config.window_size(total)` positions, where the oldest game in it may be cut.
     pub fn refresh(&mut self) -> Result<WindowSnapshot, TrainError> {
+        if self.index.is_none() {
+            self.index = Some(
+                self.index_path
+                    .as_ref()
+                    .and_then(|p| std::fs::read(p).ok())
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .unwrap_or_default(),
+            );
+        }
         let paths = self.shard_paths()?;
         let mut seen = Vec::with_capacity(paths.len());
         for path in paths {
@@ -95,7 +140,27 @@ impl ReplayWindow {
                 .cache
                 .get(&path)
                 .is_some_and(|c| c.len == meta.len() && c.modified == modified);
-            if !fresh {
+            let (modified_s, modified_ns) = split_time(modified);
+            let indexed = self
+                .index
+                .as_ref()
+                .and_then(|i| i.shards.get(&*path.to_string_lossy()))
+                .filter(|e| {
+                    e.len == meta.len()
+                        && e.modified_s == modified_s
+                        && e.modified_ns == modified_ns
+                });
+            if let (false, Some(e)) = (fresh, indexed) {
+                self.cache.insert(
+                    path.clone(),
+                    CachedShard {
+                        len: meta.len(),
+                        modified,
+                        positions: e.positions,
+                        games: None,
+                    },
+                );
+            } else if !fresh {
                 let games = read_shard(&path).map_err(|e| TrainError::shard(&path, e))?;
                 let positions = games.iter().map(|g| g.samples.len()).sum();
                 self.cache.insert(
@@ -111,8 +176,10 @@ impl ReplayWindow {
             seen.push((modified, path));
         }
         // Forget shards that disappeared.
-        self.cache.retain(|p, _| seen.iter().any(|(_, q)| q == p));
+        let present: HashSet<&PathBuf> = seen.iter().map(|(_, p)| p).collect();
+        self.cache.retain(|p, _| present.contains(p));
         seen.sort();
+        self.save_index()?;
 
         let total: usize = seen.iter().map(|(_, p)| self.cache[p].positions).sum();
         let size = self.config.window_size(total);
@@ -151,6 +218,37 @@ impl ReplayWindow {
             }
         }
         Ok(WindowSnapshot::from_segments(segments, total, seen.len()))
+    }
+}
+
+impl ReplayWindow {
+    /// Writes the index when it differs from the one on disk.
+    fn save_index(&mut self) -> Result<(), TrainError> {
+        let Some(path) = &self.index_path else {
+            return Ok(());
+        };
+        let index = ShardIndex {
+            shards: self
+                .cache
+                .iter()
+                .map(|(p, c)| {
+                    let (modified_s, modified_ns) = split_time(c.modified);
+                    let entry = IndexEntry {
+                        len: c.len,
+                        modified_s,
+                        modified_ns,
+                        positions: c.positions,
+                    };
+                    (p.to_string_lossy().into_owned(), entry)
+                })
+                .collect(),
+        };
+        if self.index.as_ref() != Some(&index) {
+            let bytes = serde_json::to_vec(&index).expect("index serialises");
+            crate::trainer::write_atomic(path, &bytes)?;
+            self.index = Some(index);
+        }
+        Ok(())
     }
 }
 
@@ -411,7 +509,7 @@ mod tests {
             taper_base: 0,
             ..WindowConfig::default()
         };
-        let mut w = ReplayWindow::new(games.clone(), config);
+        let mut w = ReplayWindow::new(games.clone(), config.clone());
         let snap = w.refresh().unwrap();
         assert_eq!(snap.shards(), 2);
         assert_eq!(snap.total_positions(), old_n + new_n);
@@ -422,6 +520,31 @@ mod tests {
         let (g, _) = snap.locate(0);
         assert_eq!(g.game_id, 2);
         assert_eq!(g.moves, new[2].moves);
+
+        // A new process with the index reads only the shards inside the window: make the old
+        // shard unreadable (same size and time) and the window still knows its count.
+        let index = dir.path().join("index.json");
+        let mut w = ReplayWindow::new(games.clone(), config.clone()).with_index(index.clone());
+        assert_eq!(w.refresh().unwrap().len(), new_n + 5);
+        let small = WindowConfig {
+            max_positions: new_n,
+            ..config
+        };
+        let old_path = games.join("a.yshard");
+        let mtime = std::fs::metadata(&old_path).unwrap().modified().unwrap();
+        let mut bytes = std::fs::read(&old_path).unwrap();
+        bytes[0] ^= 0xff;
+        std::fs::write(&old_path, &bytes).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&old_path)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let mut w = ReplayWindow::new(games.clone(), small).with_index(index);
+        let again = w.refresh().unwrap();
+        assert_eq!(again.total_positions(), old_n + new_n);
+        assert_eq!(again.len(), new_n);
 
         let a = snap.batch(9, 4, 8).unwrap();
         let b = snap.batch(9, 4, 8).unwrap();
