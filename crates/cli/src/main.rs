@@ -1,9 +1,14 @@
 //! `yari`: the command-line front end of yari-zero. Each subcommand is a thin layer over the
 //! library crates.
 
+mod arena_cmd;
 mod bench_nn;
 mod engine;
+mod export_cmd;
 mod play_cmd;
+mod run_cmd;
+mod selfplay_cmd;
+mod train_cmd;
 mod uci_cmd;
 
 use std::io::{BufRead, Write};
@@ -27,6 +32,92 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The whole training loop (self-play, train, gate, rate) until the budget is spent.
+    /// With no arguments: the built-in default config into data/runs/default; running the
+    /// same command on an existing run directory resumes it.
+    Run {
+        /// Run config (TOML); default: the built-in configs/default.toml.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Run directory; default: data/runs/<run.name from the config>.
+        #[arg(long)]
+        run_dir: Option<PathBuf>,
+    },
+    /// Play self-play games with a network and write them as record shards.
+    Selfplay {
+        /// Network checkpoint (default: uniform priors, no network).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        #[arg(long)]
+        games: usize,
+        /// Output directory for the shards (e.g. RUN_DIR/games/extra-1).
+        #[arg(long)]
+        out: PathBuf,
+        /// Self-play config: a TOML file with the fields of a run config's [selfplay] table,
+        /// or a whole run config (its [selfplay] table is used).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Train the network of a run directory on its self-play games.
+    Train {
+        #[arg(long)]
+        run_dir: PathBuf,
+        /// Training config: a TOML file with a run config's [train] fields, or a whole run
+        /// config (its [train] table is used).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Optimizer steps (default: the config's steps_per_generation).
+        #[arg(long)]
+        steps: Option<u64>,
+    },
+    /// Draw a run's metrics (losses, Elo per generation) to PNG files under RUN_DIR/plots.
+    Plot { run_dir: PathBuf },
+    /// Play a match between two players: random, alphabeta:N, mcts:SIMS, model:FILE:SIMS,
+    /// uci:COMMAND, uci[nodes=N,movetime=MS]:COMMAND, fsf[nodes=N].
+    Arena {
+        #[arg(long)]
+        a: String,
+        #[arg(long)]
+        b: String,
+        #[arg(long, default_value_t = 100)]
+        games: usize,
+        /// Stop early by SPRT with these Elo bounds, e.g. 0,50.
+        #[arg(long, value_parser = parse_pair)]
+        sprt: Option<(f64, f64)>,
+        /// Append every game to this JSON-lines file.
+        #[arg(long)]
+        games_file: Option<PathBuf>,
+        /// Games in flight at once (0: one per CPU).
+        #[arg(long, default_value_t = 0)]
+        concurrency: usize,
+        /// Plies after which a game is a draw by adjudication.
+        #[arg(long, default_value_t = 400)]
+        ply_cap: usize,
+        /// Random plies from the start position before the players take over.
+        #[arg(long, default_value_t = 4)]
+        opening_plies: usize,
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+        /// Also print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One rating list (Bradley-Terry, random = 0) over every arena game of a run.
+    Ratings {
+        run_dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a self-contained network file from a run (its best network by default).
+    Export {
+        #[arg(long)]
+        run_dir: PathBuf,
+        /// `best`, or a checkpoint path.
+        #[arg(long, default_value = "best")]
+        checkpoint: String,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Count the leaf nodes of the legal move tree (the last line printed is the count).
     Perft {
         depth: u32,
@@ -73,6 +164,16 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Self-play positions per second and the share of time spent outside the network.
+    Selfplay {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Training samples per second for the default network and batch size.
+    Train {
+        #[arg(long)]
+        json: bool,
+    },
     /// Network positions per second at batch 1, 64 and 256, against the matmul peak.
     Nn {
         #[arg(long)]
@@ -96,7 +197,62 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Perft { depth, fen, divide } => perft(depth, fen.as_deref(), divide),
         Command::Legal { fen } => legal(fen.as_deref()),
+        Command::Run { config, run_dir } => run_cmd::run(config.as_deref(), run_dir.as_deref()),
+        Command::Selfplay {
+            model,
+            games,
+            out,
+            config,
+        } => {
+            let config = match config {
+                Some(p) => run_cmd::section_from_file(&p, "selfplay")?,
+                None => run_cmd::RunConfig::load(None)?.selfplay,
+            };
+            selfplay_cmd::run(model.as_deref(), games, &out, config)
+        }
+        Command::Train {
+            run_dir,
+            config,
+            steps,
+        } => {
+            let config = match config {
+                Some(p) => run_cmd::section_from_file(&p, "train")?,
+                None => run_cmd::RunConfig::load(None)?.train,
+            };
+            train_cmd::run(&run_dir, config, steps)
+        }
+        Command::Plot { run_dir } => train_cmd::plot(&run_dir),
+        Command::Arena {
+            a,
+            b,
+            games,
+            sprt,
+            games_file,
+            concurrency,
+            ply_cap,
+            opening_plies,
+            seed,
+            json,
+        } => {
+            let options = arena_cmd::ArenaOptions {
+                games_file,
+                concurrency,
+                ply_cap: Some(ply_cap),
+                opening_plies,
+                seed,
+                ..arena_cmd::ArenaOptions::default()
+            };
+            arena_cmd::run(&a, &b, games, sprt, json, &options)
+        }
+        Command::Ratings { run_dir, json } => arena_cmd::ratings(&run_dir, json),
+        Command::Export {
+            run_dir,
+            checkpoint,
+            out,
+        } => export_cmd::run(&run_dir, &checkpoint, &out),
         Command::Bench { what } => match what {
+            BenchCommand::Selfplay { json } => selfplay_cmd::bench(json),
+            BenchCommand::Train { json } => train_cmd::bench(json),
             BenchCommand::Perft { json, quick } => bench_perft(json, quick),
             BenchCommand::Nn { batch, json } => bench_nn::run(batch, json),
         },
@@ -132,6 +288,14 @@ fn main() -> Result<()> {
             uci_cmd::run(engine::Engine::new(evaluator), &name)
         }
     }
+}
+
+fn parse_pair(text: &str) -> std::result::Result<(f64, f64), String> {
+    let (a, b) = text
+        .split_once(',')
+        .ok_or_else(|| format!("expected two numbers like 0,50, got {text:?}"))?;
+    let parse = |x: &str| x.trim().parse::<f64>().map_err(|e| format!("{x:?}: {e}"));
+    Ok((parse(a)?, parse(b)?))
 }
 
 fn parse_fen(fen: Option<&str>) -> Result<Position> {

@@ -57,6 +57,10 @@ pub struct CheckpointMeta {
     pub parent: Option<String>,
     /// Creation time, seconds since the Unix epoch.
     pub created_unix_s: u64,
+    /// Free-form facts added later, such as the run and the ratings recorded by `yari export`.
+    /// Absent in older files; readers that do not know a key ignore it.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub notes: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 impl CheckpointMeta {
@@ -74,6 +78,7 @@ impl CheckpointMeta {
             generation: 0,
             parent: None,
             created_unix_s,
+            notes: Default::default(),
         }
     }
 }

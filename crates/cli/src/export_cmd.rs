@@ -1,0 +1,91 @@
+//! `yari export`: one self-contained network file from a run, carrying its architecture,
+//! encoding version, generation and the ratings the run measured, loadable without the run.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use yari_model::checkpoint::{save, Checkpoint};
+
+/// The run's current best network, from its `state.json`.
+pub fn best_of_run(run_dir: &Path) -> Result<PathBuf> {
+    let state_file = run_dir.join("state.json");
+    let text = std::fs::read_to_string(&state_file).with_context(|| {
+        format!(
+            "{} is not a run directory (no state.json)",
+            run_dir.display()
+        )
+    })?;
+    let state: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("corrupt {}", state_file.display()))?;
+    let best = state["best"]
+        .as_str()
+        .with_context(|| format!("{} names no best network", state_file.display()))?;
+    Ok(run_dir.join(best))
+}
+
+/// The ratings `yari run` recorded for `model` (a path relative to the run directory).
+fn ratings_of(run_dir: &Path, model: &str) -> Vec<serde_json::Value> {
+    let Ok(text) = std::fs::read_to_string(run_dir.join("ratings.jsonl")) else {
+        return Vec::new();
+    };
+    // The latest rating against each opponent; a torn last line is skipped.
+    let mut latest: Vec<serde_json::Value> = Vec::new();
+    for v in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    {
+        if v["player"].as_str() == Some(model) {
+            latest.retain(|r| r["opponent"] != v["opponent"]);
+            latest.push(v);
+        }
+    }
+    latest
+}
+
+pub fn run(run_dir: &Path, checkpoint: &str, out: &Path) -> Result<()> {
+    let source = if checkpoint == "best" {
+        best_of_run(run_dir)?
+    } else {
+        PathBuf::from(checkpoint)
+    };
+    let ckpt = Checkpoint::read(&source)
+        .with_context(|| format!("reading network {}", source.display()))?;
+    let mut meta = ckpt.meta.clone();
+    let net = ckpt.into_net_any(&yari_model::default_device())?;
+    let relative = source
+        .strip_prefix(run_dir)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| source.display().to_string());
+    let run_name = run_dir
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    meta.notes.insert("run".into(), run_name.into());
+    meta.notes.insert("source".into(), relative.clone().into());
+    meta.notes.insert(
+        "ratings".into(),
+        serde_json::Value::Array(ratings_of(run_dir, &relative)),
+    );
+    meta.notes.insert(
+        "exported_unix_s".into(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+            .into(),
+    );
+    save(out, &net, &meta).with_context(|| format!("writing {}", out.display()))?;
+    // Read it back as a user would: the exported file must load on its own.
+    Checkpoint::read(out).with_context(|| format!("re-reading {}", out.display()))?;
+    eprintln!(
+        "exported {} (generation {}, {} blocks x {} channels, encoding v{}) to {}",
+        relative,
+        meta.generation,
+        meta.config.blocks,
+        meta.config.channels,
+        meta.encoding_version,
+        out.display()
+    );
+    Ok(())
+}
