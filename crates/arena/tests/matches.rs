@@ -297,3 +297,31 @@ fn ratings_recover_known_strengths() {
     assert_eq!(list.unrated, vec!["C".to_string(), "D".to_string()]);
     assert!(list.to_table().contains("anchor random = 0"));
 }
+
+#[test]
+fn alphabeta_is_reproducible_and_makes_progress() {
+    // Deterministic per game seed; and the advancement tie-breaker keeps two material
+    // searchers from shuffling into a repetition every game.
+    let a = PlayerSpec::parse("alphabeta:2").unwrap();
+    let b = PlayerSpec::parse("alphabeta:1").unwrap();
+    let config = MatchConfig {
+        games: 4,
+        concurrency: 2,
+        game: GameConfig { ply_cap: Some(150) },
+        ..MatchConfig::default()
+    };
+    let r1 = run_match(&a, &b, &config).unwrap();
+    let r2 = run_match(&a, &b, &config).unwrap();
+    assert_eq!(r1.games, r2.games);
+    let repetitions = r1
+        .games
+        .iter()
+        .filter(|g| g.reason == Reason::Repetition)
+        .count();
+    assert!(repetitions < 4, "{:?}", r1.reasons);
+    assert!(
+        r1.wdl.wins > r1.wdl.losses,
+        "depth 2 beats depth 1: {:?}",
+        r1.wdl
+    );
+}
