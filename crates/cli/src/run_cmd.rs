@@ -235,18 +235,23 @@ struct RunState {
     train_target: Option<u64>,
     /// Wall time spent by all sessions of this run before the current one.
     elapsed_s: f64,
+    /// What this generation's finished phases measured, so a resumed generation still
+    /// reports them.
+    #[serde(default)]
+    summary: GenerationSummary,
 }
 
-/// One line of `summary.json`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One entry of `summary.json`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct GenerationSummary {
     generation: u32,
     games: u64,
     positions: u64,
     selfplay_s: f64,
-    loss: f64,
-    policy_loss: f64,
-    value_loss: f64,
+    /// Mean training losses of this generation's steps (`None` when none were run).
+    loss: Option<f64>,
+    policy_loss: Option<f64>,
+    value_loss: Option<f64>,
     train_step: u64,
     candidate: String,
     promoted: bool,
@@ -360,6 +365,7 @@ impl Loop {
                 best: first,
                 train_target: None,
                 elapsed_s: 0.0,
+                summary: GenerationSummary::default(),
             }
         };
         Ok(Loop {
@@ -391,52 +397,40 @@ impl Loop {
     }
 
     fn run(mut self) -> Result<()> {
-        let mut summary = GenerationSummary {
-            generation: 0,
-            games: 0,
-            positions: 0,
-            selfplay_s: 0.0,
-            loss: f64::NAN,
-            policy_loss: f64::NAN,
-            value_loss: f64::NAN,
-            train_step: 0,
-            candidate: String::new(),
-            promoted: false,
-            gate_score: None,
-            gate_elo: None,
-            best: String::new(),
-            ratings: Vec::new(),
-            elapsed_s: 0.0,
-        };
         while self.budget_left() || self.state.phase != Phase::Selfplay {
             let g = self.state.generation;
-            summary.generation = g;
+            self.state.summary.generation = g;
             match self.state.phase {
                 Phase::Selfplay => {
                     let (games, positions, secs) = self.selfplay(g)?;
-                    summary.games = games;
-                    summary.positions = positions;
-                    summary.selfplay_s = secs;
+                    let s = &mut self.state.summary;
+                    s.games = games;
+                    s.positions += positions;
+                    s.selfplay_s += secs;
                     self.state.phase = Phase::Train;
                 }
                 Phase::Train => {
-                    let s = self.train(g)?;
-                    summary.loss = s.0;
-                    summary.policy_loss = s.1;
-                    summary.value_loss = s.2;
-                    summary.train_step = s.3;
-                    summary.candidate = format!("models/{}.yari", gen_name(g));
+                    let (loss, pl, vl, step) = self.train(g)?;
+                    let s = &mut self.state.summary;
+                    if loss.is_some() {
+                        (s.loss, s.policy_loss, s.value_loss) = (loss, pl, vl);
+                    }
+                    s.train_step = step;
+                    s.candidate = format!("models/{}.yari", gen_name(g));
                     self.state.phase = Phase::Gate;
                 }
                 Phase::Gate => {
                     let (promoted, score, elo) = self.gate(g)?;
-                    summary.promoted = promoted;
-                    summary.gate_score = score;
-                    summary.gate_elo = elo;
+                    let s = &mut self.state.summary;
+                    s.promoted = promoted;
+                    s.gate_score = score;
+                    s.gate_elo = elo;
                     self.state.phase = Phase::Rate;
                 }
                 Phase::Rate => {
-                    summary.ratings = self.rate(g)?;
+                    let ratings = self.rate(g)?;
+                    let mut summary = std::mem::take(&mut self.state.summary);
+                    summary.ratings = ratings;
                     summary.best = self.state.best.clone();
                     summary.elapsed_s = self.elapsed_s();
                     self.finish_generation(&summary)?;
@@ -508,7 +502,8 @@ impl Loop {
 
     /// Trains `steps_per_generation` steps (resuming a killed session's count) and writes the
     /// candidate `models/gen-NNNN.yari`.
-    fn train(&mut self, g: u32) -> Result<(f64, f64, f64, u64)> {
+    #[allow(clippy::type_complexity)]
+    fn train(&mut self, g: u32) -> Result<(Option<f64>, Option<f64>, Option<f64>, u64)> {
         let mut trainer = Trainer::open(&self.dir, self.config.train.clone())?;
         let target = match self.state.train_target {
             Some(t) => t,
@@ -529,9 +524,9 @@ impl Loop {
                 "generation {g}: loss {:.4} (policy {:.4}, value {:.4}), {:.0} positions/s",
                 s.loss, s.policy_loss, s.value_loss, s.samples_per_s
             ));
-            (s.loss, s.policy_loss, s.value_loss)
+            (Some(s.loss), Some(s.policy_loss), Some(s.value_loss))
         } else {
-            (f64::NAN, f64::NAN, f64::NAN)
+            (None, None, None)
         };
         let candidate = format!("models/{}.yari", gen_name(g));
         trainer.save_checkpoint(&self.dir.join(&candidate), g, Some(self.state.best.clone()))?;
@@ -681,7 +676,8 @@ impl Loop {
     fn finish_generation(&mut self, summary: &GenerationSummary) -> Result<()> {
         let path = self.dir.join("summary.json");
         let mut all: Vec<GenerationSummary> = if path.exists() {
-            serde_json::from_str(&fs::read_to_string(&path)?).unwrap_or_default()
+            serde_json::from_str(&fs::read_to_string(&path)?)
+                .with_context(|| format!("corrupt {}", path.display()))?
         } else {
             Vec::new()
         };
@@ -700,13 +696,13 @@ impl Loop {
             })
             .collect();
         log(&format!(
-            "== generation {}: {} games, {} positions, loss {:.3} (p {:.3} v {:.3}), gate {}, best {}{}{}",
+            "== generation {}: {} games, {} positions, loss {} (policy {} value {}), gate {}, best {}{}{}",
             summary.generation,
             summary.games,
             summary.positions,
-            summary.loss,
-            summary.policy_loss,
-            summary.value_loss,
+            fmt_loss(summary.loss),
+            fmt_loss(summary.policy_loss),
+            fmt_loss(summary.value_loss),
             match summary.gate_score {
                 Some(s) => format!("{:.0}%{}", s * 100.0, if summary.promoted { " promoted" } else { "" }),
                 None => "skipped".into(),
@@ -720,6 +716,10 @@ impl Loop {
         }
         Ok(())
     }
+}
+
+fn fmt_loss(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into())
 }
 
 fn finite_or_null(x: f64) -> serde_json::Value {

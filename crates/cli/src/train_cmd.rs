@@ -7,16 +7,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use yari_train::{bench_train, plot::plot_run, TrainConfig, Trainer};
 
-/// The config for `yari train`: the file given with `--config` (TOML, or JSON by extension),
-/// else the defaults.
-pub fn load_config(path: Option<&Path>) -> Result<TrainConfig> {
-    match path {
-        Some(p) => TrainConfig::from_file(p)
-            .with_context(|| format!("reading training config {}", p.display())),
-        None => Ok(TrainConfig::default()),
-    }
-}
-
 /// `yari train --run-dir DIR [--config FILE] [--steps N]`: resumes (or starts) the trainer of
 /// the run and runs `steps` optimizer steps (default: the config's `steps_per_generation`)
 /// with a progress bar, then prints the mean losses.

@@ -1,0 +1,217 @@
+//! The smoke config end to end: a complete two-generation run (self-play, train, gate,
+//! rate), the files it leaves, a killed-and-resumed run, export of its best network, and
+//! config validation.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn yari() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_yari"))
+}
+
+fn smoke_config() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/smoke.toml")
+}
+
+fn run_to_end(dir: &Path) {
+    let out = yari()
+        .args(["run", "--config"])
+        .arg(smoke_config())
+        .arg("--run-dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "yari run failed:\n{log}");
+    assert!(log.contains("budget spent after generation 2"), "{log}");
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Everything a finished smoke run must have left behind.
+fn check_run(dir: &Path) {
+    let state = json(&dir.join("state.json"));
+    assert_eq!(state["generation"], 3);
+    let best = dir.join(state["best"].as_str().unwrap());
+    yari_model::Checkpoint::read(&best).expect("best network loads");
+    for g in 0..=2 {
+        let model = dir.join(format!("models/gen-{g:04}.yari"));
+        let ckpt = yari_model::Checkpoint::read(&model).expect("every generation's network loads");
+        assert_eq!(ckpt.meta.generation, g);
+    }
+    for g in 1..=2 {
+        let shards = yari_selfplay::list_shards(dir.join(format!("games/gen-{g:04}"))).unwrap();
+        let games: usize = shards
+            .iter()
+            .map(|s| yari_selfplay::read_shard(s).unwrap().len())
+            .sum();
+        assert_eq!(
+            games, 8,
+            "generation {g} has exactly its games, none lost or doubled"
+        );
+    }
+    let ledger = std::fs::read_to_string(dir.join("ledger.jsonl")).unwrap();
+    assert_eq!(
+        ledger.lines().count(),
+        2,
+        "one gating decision per generation"
+    );
+    let ratings = std::fs::read_to_string(dir.join("ratings.jsonl")).unwrap();
+    assert_eq!(ratings.lines().count(), 4, "two baselines per generation");
+    let summary = json(&dir.join("summary.json"));
+    assert_eq!(summary.as_array().unwrap().len(), 2);
+    assert!(
+        std::fs::read_to_string(dir.join("metrics.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+            >= 20
+    );
+    for plot in ["plots/training.png", "plots/elo.png"] {
+        let bytes = std::fs::read(dir.join(plot)).unwrap();
+        assert!(
+            bytes.starts_with(b"\x89PNG") && bytes.len() > 1000,
+            "{plot}"
+        );
+    }
+    let arena: Vec<_> = std::fs::read_dir(dir.join("arena")).unwrap().collect();
+    assert_eq!(
+        arena.len(),
+        6,
+        "gate and two ratings per generation, every game saved"
+    );
+}
+
+#[test]
+fn smoke_run_completes_and_exports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    run_to_end(&dir);
+    check_run(&dir);
+
+    // Running again on the finished run resumes it and finds the budget spent.
+    run_to_end(&dir);
+    check_run(&dir);
+
+    // Export the best network and play it from the exported file alone.
+    let exported = tmp.path().join("best.yari");
+    let out = yari()
+        .args(["export", "--run-dir"])
+        .arg(&dir)
+        .arg("--out")
+        .arg(&exported)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ckpt = yari_model::Checkpoint::read(&exported).unwrap();
+    assert_eq!(ckpt.meta.notes["ratings"].as_array().unwrap().len(), 2);
+    assert!(ckpt.meta.notes["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("models/gen-"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut child = yari()
+        .args(["play", "--sims", "4", "--model"])
+        .arg(&exported)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"d3d4\nresign\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("yari-zero plays"));
+
+    // A damaged or foreign file is refused with a clear message.
+    let mut bytes = std::fs::read(&exported).unwrap();
+    bytes[4] = 99; // format version
+    let bad = tmp.path().join("bad.yari");
+    std::fs::write(&bad, &bytes).unwrap();
+    let out = yari().args(["uci", "--model"]).arg(&bad).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("format version"));
+    std::fs::write(&bad, &bytes[..bytes.len() / 2]).unwrap();
+    let out = yari().args(["uci", "--model"]).arg(&bad).output().unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn killed_run_resumes_without_losing_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    // Kill at a few different moments of the run, then let it finish.
+    for wait_for in ["games/gen-0001", "models/gen-0001.yari", "ledger.jsonl"] {
+        let mut child = yari()
+            .args(["run", "--config"])
+            .arg(smoke_config())
+            .arg("--run-dir")
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !dir.join(wait_for).exists() && start.elapsed() < Duration::from_secs(120) {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.kill().ok(); // SIGKILL
+        child.wait().unwrap();
+    }
+    run_to_end(&dir);
+    check_run(&dir);
+}
+
+#[test]
+fn bad_configs_are_refused_with_the_field_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(smoke_config()).unwrap();
+    for (change, expect) in [
+        (
+            base.replace("games_per_generation = 8", "games_per_generation = 0"),
+            "games_per_generation",
+        ),
+        (base.replace("[gate]", "[gate]\ncolour = \"red\""), "colour"),
+        (
+            base.replace("threshold", "x")
+                .replace("[gate]", "[gate]\nthreshold = 1.5"),
+            "gate.threshold",
+        ),
+        (
+            base.replace("full_simulations = 8", "full_simulations = -3"),
+            "full_simulations",
+        ),
+        (base.replace("[run]", "[run\n"), "invalid"),
+    ] {
+        let path = tmp.path().join("bad.toml");
+        std::fs::write(&path, change).unwrap();
+        let out = yari()
+            .args(["run", "--config"])
+            .arg(&path)
+            .arg("--run-dir")
+            .arg(tmp.path().join("never"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(err.contains(expect), "expected {expect:?} in: {err}");
+        assert!(
+            !tmp.path().join("never").exists(),
+            "nothing written for a bad config"
+        );
+    }
+}
