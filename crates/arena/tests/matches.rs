@@ -325,3 +325,42 @@ fn alphabeta_is_reproducible_and_makes_progress() {
         r1.wdl
     );
 }
+
+#[test]
+fn sprt_stops_a_lopsided_match_and_the_gate_promotes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let a = PlayerSpec::parse("alphabeta:1").unwrap();
+    let b = PlayerSpec::parse("random").unwrap();
+    let config = GateConfig {
+        games: 200,
+        threshold: 0.55,
+        sprt: Some(SprtConfig::new(0.0, 200.0)),
+        match_config: MatchConfig {
+            concurrency: 2,
+            game: GameConfig { ply_cap: Some(150) },
+            ..MatchConfig::default()
+        },
+        ledger: Some(ledger.clone()),
+    };
+    let d = gate(&a, &b, &config).unwrap();
+    assert!(d.promote, "{d:?}");
+    assert_eq!(d.reason, GateReason::SprtH1);
+    assert!(d.games < 200, "stopped early: {d:?}");
+    let sprt = d.sprt.unwrap();
+    assert!(sprt.llr >= sprt.upper);
+    assert_eq!(
+        current_best(&ledger).unwrap().as_deref(),
+        Some("alphabeta:1")
+    );
+
+    // The same through run_match: the result says it stopped early, and serialises.
+    let mut mc = config.match_config.clone();
+    mc.games = 200;
+    mc.sprt = config.sprt;
+    let r = run_match(&a, &b, &mc).unwrap();
+    assert!(r.stopped_early);
+    assert_eq!(r.sprt.unwrap().decision, yari_arena::SprtDecision::AcceptH1);
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(text.contains("\"checkmate\""), "{text}");
+}
