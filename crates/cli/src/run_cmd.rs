@@ -767,3 +767,40 @@ pub fn section_from_file<T: serde::de::DeserializeOwned>(path: &Path, name: &str
         .with_context(|| format!("invalid [{name}] config {}", path.display()))?;
     Ok(value)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_configs_load_and_validate() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        for name in ["default", "smoke", "gpu"] {
+            let path = dir.join(format!("{name}.toml"));
+            let config = RunConfig::load(Some(&path)).unwrap();
+            assert_eq!(config.run.name, name);
+        }
+        let builtin = RunConfig::load(None).unwrap();
+        assert_eq!(
+            builtin,
+            RunConfig::load(Some(&dir.join("default.toml"))).unwrap()
+        );
+        assert!(builtin.run.max_hours > 0.0);
+    }
+
+    #[test]
+    fn sections_read_from_whole_or_partial_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let whole = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/smoke.toml");
+        let sp: SelfplayConfig = section_from_file(&whole, "selfplay").unwrap();
+        assert_eq!(sp.full_simulations, 8);
+        let tc: TrainConfig = section_from_file(&whole, "train").unwrap();
+        assert_eq!(tc.net.channels, 8);
+        let partial = tmp.path().join("sp.toml");
+        fs::write(&partial, "full_simulations = 5\n").unwrap();
+        let sp: SelfplayConfig = section_from_file(&partial, "selfplay").unwrap();
+        assert_eq!(sp.full_simulations, 5);
+        fs::write(&partial, "full_simulation = 5\n").unwrap();
+        assert!(section_from_file::<SelfplayConfig>(&partial, "selfplay").is_err());
+    }
+}
