@@ -161,11 +161,8 @@ impl Engine {
         let start = Instant::now();
         let deadline = budget.movetime.map(|t| start + t);
         let mut last_report = start;
-        loop {
-            let evaluation = match search.step(&mut rng) {
-                yari_selfplay::Step::NeedEval(p) => self.evaluator.evaluate(&[p]),
-                yari_selfplay::Step::Done => break,
-            };
+        while let yari_selfplay::Step::NeedEval(p) = search.step(&mut rng) {
+            let evaluation = self.evaluator.evaluate(&[p]);
             match evaluation.first() {
                 Some(e) => search.supply(e),
                 None => anyhow::bail!("the evaluator returned no evaluation"),

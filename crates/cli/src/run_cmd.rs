@@ -623,7 +623,7 @@ impl Loop {
     fn rate(&mut self, g: u32) -> Result<Vec<serde_json::Value>> {
         let rc = self.config.rating.clone();
         let last = self.config.run.generations > 0 && g >= self.config.run.generations;
-        if rc.games == 0 || (g % rc.every != 0 && !last) {
+        if rc.games == 0 || (!g.is_multiple_of(rc.every) && !last) {
             return Ok(Vec::new());
         }
         let best = model_spec(&self.dir, &self.state.best, rc.simulations);

@@ -149,7 +149,9 @@ pub fn run(engine: Engine, name: &str) -> Result<()> {
         };
         // A finished search's thread has already printed its bestmove; reap it.
         if running.as_ref().is_some_and(|r| r.handle.is_finished()) {
-            running.take().map(Running::finish);
+            if let Some(r) = running.take() {
+                r.finish();
+            }
         }
         match command {
             "uci" => {
@@ -177,11 +179,15 @@ pub fn run(engine: Engine, name: &str) -> Result<()> {
                 }
             }
             "ucinewgame" => {
-                running.take().map(Running::settle);
+                if let Some(r) = running.take() {
+                    r.settle();
+                }
                 pos = Position::startpos();
             }
             "position" => {
-                running.take().map(Running::settle);
+                if let Some(r) = running.take() {
+                    r.settle();
+                }
                 match parse_position(&words[1..]) {
                     Ok((p, warning)) => {
                         pos = p;
@@ -193,7 +199,9 @@ pub fn run(engine: Engine, name: &str) -> Result<()> {
                 }
             }
             "go" => {
-                running.take().map(Running::settle);
+                if let Some(r) = running.take() {
+                    r.settle();
+                }
                 let (budget, infinite) = match parse_go(&words[1..], pos.side_to_move()) {
                     Ok(b) => b,
                     Err(e) => {
@@ -217,14 +225,18 @@ pub fn run(engine: Engine, name: &str) -> Result<()> {
                 });
             }
             "stop" => {
-                running.take().map(Running::finish);
+                if let Some(r) = running.take() {
+                    r.finish();
+                }
             }
             "quit" => break,
             "d" => say(&out, &format!("info string fen {}", pos.fen())),
             _ => say(&out, &format!("info string unknown command: {line}")),
         }
     }
-    running.take().map(Running::finish);
+    if let Some(r) = running.take() {
+        r.finish();
+    }
     Ok(())
 }
 

@@ -115,7 +115,7 @@ fn uci_engine_plays_a_full_game_and_survives_bad_input() {
     let mut moves: Vec<String> = Vec::new();
     let mut state = 12345u64;
     while pos.outcome().is_none() && moves.len() < 400 {
-        let mv = if moves.len() % 2 == 0 {
+        let mv = if moves.len().is_multiple_of(2) {
             e.send(&format!("position startpos moves {}", moves.join(" ")));
             e.send("go nodes 8");
             let lines = e.until("bestmove");
