@@ -137,7 +137,12 @@ impl Engine {
     pub fn new(evaluator: Arc<dyn Evaluator>) -> Self {
         Engine {
             evaluator,
-            config: SearchConfig::puct(),
+            // No ply cap: that is self-play's adjudication, not a rule; a game against a person
+            // or another engine goes on until the rules end it.
+            config: SearchConfig {
+                ply_cap: 0,
+                ..SearchConfig::puct()
+            },
         }
     }
 

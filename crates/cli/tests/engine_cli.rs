@@ -130,8 +130,9 @@ fn uci_engine_plays_a_full_game_and_survives_bad_input() {
                 .nth(1)
                 .unwrap()
                 .to_string();
-            pos.parse_move(&best)
-                .unwrap_or_else(|err| panic!("engine move {best}: {err}"))
+            pos.parse_move(&best).unwrap_or_else(|err| {
+                panic!("engine move {best}: {err}; {lines:?} after {moves:?}")
+            })
         } else {
             let legal = pos.legal_moves();
             state = state
