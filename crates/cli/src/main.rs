@@ -164,12 +164,14 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// Self-play positions per second and the share of time spent outside the network.
+    /// Self-play positions per second and the share of time spent outside the network, with the
+    /// default run's network and self-play settings (an untrained network; YARI_BENCH_SECONDS
+    /// sets the duration, RAYON_NUM_THREADS the threads).
     Selfplay {
         #[arg(long)]
         json: bool,
     },
-    /// Training samples per second for the default network and batch size.
+    /// Training samples per second for the default run's network and batch size.
     Train {
         #[arg(long)]
         json: bool,
@@ -251,8 +253,14 @@ fn main() -> Result<()> {
             out,
         } => export_cmd::run(&run_dir, &checkpoint, &out),
         Command::Bench { what } => match what {
-            BenchCommand::Selfplay { json } => selfplay_cmd::bench(json),
-            BenchCommand::Train { json } => train_cmd::bench(json),
+            BenchCommand::Selfplay { json } => {
+                // The network and self-play settings of the built-in default run.
+                let config = run_cmd::RunConfig::load(None)?;
+                selfplay_cmd::bench(json, config.train.net, config.selfplay)
+            }
+            BenchCommand::Train { json } => {
+                train_cmd::bench(json, run_cmd::RunConfig::load(None)?.train)
+            }
             BenchCommand::Perft { json, quick } => bench_perft(json, quick),
             BenchCommand::Nn { batch, json } => bench_nn::run(batch, json),
         },

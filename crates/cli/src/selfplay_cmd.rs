@@ -71,12 +71,10 @@ pub fn run(model: Option<&Path>, games: usize, out: &Path, config: SelfplayConfi
 ///
 /// With `json`, prints one JSON object with `positions_per_s` and `search_share` (a fraction
 /// of 1) among other figures. The measurement lasts 20 s, or `YARI_BENCH_SECONDS`.
-pub fn bench(json: bool) -> Result<()> {
+pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Result<()> {
     let device = default_device();
-    let net_config = NetConfig::default();
     let net = net_config.init(&device);
     let evaluator = NetEvaluator::new(net, net_config, device);
-    let config = SelfplayConfig::default();
     let seconds: f64 = std::env::var("YARI_BENCH_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -46,8 +46,9 @@ pub fn plot(run_dir: &Path) -> Result<()> {
 
 /// `yari bench train [--json]`: training positions per second for the default net and batch
 /// size on the training device (about 10 s of steps after a warm-up).
-pub fn bench(json: bool) -> Result<()> {
-    let config = TrainConfig::default();
+/// Training samples/s for `config`'s network and batch size (the default run's, from `yari
+/// bench train`).
+pub fn bench(json: bool, config: TrainConfig) -> Result<()> {
     let b = bench_train(&config, Duration::from_secs(10)).context("training benchmark")?;
     if json {
         println!("{}", serde_json::to_string(&b)?);

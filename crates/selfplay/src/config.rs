@@ -196,6 +196,9 @@ pub struct SelfplayConfig {
     pub ply_cap: u32,
     /// Games in flight at once: their leaves form one network batch, so this is the batch size.
     pub concurrent_games: usize,
+    /// Positions per network call: a round's batch (one leaf per game in flight) is split into
+    /// chunks of this size, evaluated in parallel, which is how the network uses every core.
+    pub eval_chunk: usize,
     /// Games per record shard file.
     pub games_per_shard: usize,
     /// Seed of everything random; game `i` uses its own stream derived from (seed, i), so
@@ -221,6 +224,7 @@ impl Default for SelfplayConfig {
             resign_disabled_fraction: 0.1,
             ply_cap: 320,
             concurrent_games: 128,
+            eval_chunk: 64,
             games_per_shard: 100,
             seed: 0,
         }
@@ -298,6 +302,12 @@ impl SelfplayConfig {
             (1..=65_536).contains(&self.concurrent_games),
             "concurrent_games",
             self.concurrent_games,
+            "must be in 1..=65536",
+        )?;
+        check(
+            (1..=65_536).contains(&self.eval_chunk),
+            "eval_chunk",
+            self.eval_chunk,
             "must be in 1..=65536",
         )?;
         check(

@@ -383,7 +383,16 @@ pub fn run_selfplay(
             break;
         }
         let t = Instant::now();
-        let out = evaluator.evaluate(&positions);
+        // The CPU backend computes one call on about one core, so the round's batch is split
+        // into fixed-size chunks evaluated on rayon threads. The split does not depend on the
+        // thread count, so neither do the results.
+        let out: Vec<Evaluation> = positions
+            .par_chunks(config.eval_chunk)
+            .map(|chunk| evaluator.evaluate(chunk))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .flatten()
+            .collect();
         stats.eval_time += t.elapsed();
         stats.evaluations += positions.len() as u64;
         stats.batches += 1;
