@@ -28,8 +28,8 @@ pub fn default_model_path() -> Option<PathBuf> {
     built.is_file().then_some(built)
 }
 
-/// Loads `path`, or the shipped network when `None`; `uniform` when neither exists is the
-/// caller's choice (tests use it to run without a trained net).
+/// Loads `path`, or the shipped network when `None`. The path `uniform` selects uniform priors
+/// instead of a network, for trying the engine without a trained net.
 pub fn load_evaluator(path: Option<&Path>) -> Result<(Arc<dyn Evaluator>, String)> {
     let path = match path {
         Some(p) => p.to_path_buf(),
