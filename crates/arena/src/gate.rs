@@ -3,9 +3,12 @@
 //!
 //! The rule: promote when the SPRT accepts H1, or — when the SPRT did not decide (or none is
 //! configured) and every planned game was played — when the candidate's score reaches the
-//! threshold. Never promote a candidate that did not win more games than it lost: a match of
-//! draws only (or an even one) carries no evidence that the candidate is better, whatever the
-//! threshold says.
+//! threshold. With `require_edge` (the default) never promote a candidate that did not win
+//! more games than it lost: a match of draws only (or an even one) carries no evidence that
+//! the candidate is better, whatever the threshold says. Without it the gate is a
+//! non-regression test (fishtest's term): a threshold below one half promotes every candidate
+//! that is not shown to be worse, which keeps a short run's self-play data moving while the
+//! networks are too close for a small match to tell apart.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -28,6 +31,8 @@ pub struct GateConfig {
     /// Score (0–1, from the candidate's side) needed after all `games` when the SPRT did not
     /// decide. AlphaZero-style gating used 0.55.
     pub threshold: f64,
+    /// Refuse a candidate that did not win more games than it lost, whatever the threshold.
+    pub require_edge: bool,
     /// Everything else about the match (openings, ply cap, parallelism, games file); its
     /// `games` and `sprt` are replaced by the fields above.
     pub match_config: MatchConfig,
@@ -41,6 +46,7 @@ impl Default for GateConfig {
             games: 200,
             sprt: Some(SprtConfig::new(0.0, 10.0)),
             threshold: 0.55,
+            require_edge: true,
             match_config: MatchConfig::default(),
             ledger: None,
         }
@@ -104,7 +110,7 @@ pub fn decide(result: &MatchResult, config: &GateConfig) -> GateDecision {
     let wdl: Wdl = result.wdl;
     let sprt_decision = result.sprt.map(|s| s.decision);
     let complete = result.games_played() as usize >= config.games;
-    let (promote, reason) = if wdl.wins <= wdl.losses {
+    let (promote, reason) = if config.require_edge && wdl.wins <= wdl.losses {
         (false, GateReason::NoEdge)
     } else if sprt_decision == Some(SprtDecision::AcceptH1) {
         (true, GateReason::SprtH1)

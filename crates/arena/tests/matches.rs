@@ -184,6 +184,31 @@ fn gating_threshold_and_sprt() {
 }
 
 #[test]
+fn non_regression_gating_promotes_an_even_candidate_but_not_a_worse_one() {
+    let config = GateConfig {
+        games: 40,
+        threshold: 0.45,
+        require_edge: false,
+        sprt: None,
+        ..GateConfig::default()
+    };
+    // 18-4-18: even, promoted (with require_edge it would be NoEdge).
+    let d = decide(&result_with(Wdl::new(18, 4, 18), None), &config);
+    assert!(d.promote);
+    assert_eq!(d.reason, GateReason::Threshold);
+    // 15-4-21 = 42.5%: worse than the threshold, kept.
+    let d = decide(&result_with(Wdl::new(15, 4, 21), None), &config);
+    assert!(!d.promote);
+    assert_eq!(d.reason, GateReason::BelowThreshold);
+    let strict = GateConfig {
+        require_edge: true,
+        ..config
+    };
+    let d = decide(&result_with(Wdl::new(18, 4, 18), None), &strict);
+    assert_eq!(d.reason, GateReason::NoEdge);
+}
+
+#[test]
 fn gate_on_an_all_draws_match_does_not_promote() {
     // A ply cap equal to the opening length adjudicates every game a draw at once.
     let dir = tempfile::tempdir().unwrap();
@@ -201,6 +226,7 @@ fn gate_on_an_all_draws_match_does_not_promote() {
             games_file: Some(dir.path().join("arena/gate.jsonl")),
             ..MatchConfig::default()
         },
+        require_edge: true,
         ledger: Some(ledger.clone()),
     };
     let d = gate(&a, &b, &config).unwrap();
@@ -341,6 +367,7 @@ fn sprt_stops_a_lopsided_match_and_the_gate_promotes() {
             game: GameConfig { ply_cap: Some(150) },
             ..MatchConfig::default()
         },
+        require_edge: true,
         ledger: Some(ledger.clone()),
     };
     let d = gate(&a, &b, &config).unwrap();

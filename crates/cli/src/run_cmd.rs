@@ -72,6 +72,9 @@ pub struct GateSection {
     pub simulations: u32,
     /// Score (0–1) the candidate needs over all games when the SPRT did not decide.
     pub threshold: f64,
+    /// Refuse a candidate that did not win more games than it lost (false: a non-regression
+    /// gate, which with a threshold below 0.5 promotes every candidate not shown to be worse).
+    pub require_edge: bool,
     /// SPRT bounds in Elo; elo1 <= elo0 disables the SPRT.
     pub sprt_elo0: f64,
     pub sprt_elo1: f64,
@@ -91,6 +94,7 @@ impl Default for GateSection {
             games: 40,
             simulations: 32,
             threshold: 0.55,
+            require_edge: true,
             sprt_elo0: 0.0,
             sprt_elo1: 50.0,
             sprt_alpha: 0.05,
@@ -113,6 +117,20 @@ pub struct RatingSection {
     pub baselines: Vec<String>,
     /// Rate every this many generations (and always at the last one).
     pub every: u32,
+    /// Rate only generations whose candidate was promoted: an unchanged best network was
+    /// already rated, and arena time is time not spent on self-play.
+    pub only_promoted: bool,
+}
+
+impl RatingSection {
+    /// Whether generation `g` gets rating games: every `every` generations (only those that
+    /// promoted a candidate when `only_promoted`), and always at the run's last generation.
+    pub fn due(&self, g: u32, promoted: bool, last: bool) -> bool {
+        if self.games == 0 {
+            return false;
+        }
+        last || (g.is_multiple_of(self.every) && (promoted || !self.only_promoted))
+    }
 }
 
 impl Default for RatingSection {
@@ -122,6 +140,7 @@ impl Default for RatingSection {
             simulations: 32,
             baselines: vec!["random".into(), "alphabeta:2".into()],
             every: 1,
+            only_promoted: false,
         }
     }
 }
@@ -591,6 +610,7 @@ impl Loop {
                         model: SprtModel::default(),
                     }),
                     threshold: gc.threshold,
+                    require_edge: gc.require_edge,
                     match_config: self.match_config(games_file, g as u64, gc.games),
                     ledger: Some(ledger),
                 };
@@ -622,8 +642,12 @@ impl Loop {
     /// Plays the best network against each baseline and records the results in the ledger.
     fn rate(&mut self, g: u32) -> Result<Vec<serde_json::Value>> {
         let rc = self.config.rating.clone();
-        let last = self.config.run.generations > 0 && g >= self.config.run.generations;
-        if rc.games == 0 || (!g.is_multiple_of(rc.every) && !last) {
+        // The last generation: the generation cap is reached or the time is spent, so no
+        // further generation will start after this one.
+        let r = &self.config.run;
+        let last = (r.generations > 0 && g >= r.generations)
+            || (r.max_hours > 0.0 && self.elapsed_s() >= r.max_hours * 3600.0);
+        if !rc.due(g, self.state.summary.promoted, last) {
             return Ok(Vec::new());
         }
         let best = model_spec(&self.dir, &self.state.best, rc.simulations);
@@ -771,6 +795,26 @@ pub fn section_from_file<T: serde::de::DeserializeOwned>(path: &Path, name: &str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rating_is_due_every_n_generations_and_only_after_promotions_when_asked() {
+        let mut rc = RatingSection {
+            every: 2,
+            ..RatingSection::default()
+        };
+        assert!(rc.due(2, false, false));
+        assert!(!rc.due(3, true, false));
+        assert!(
+            rc.due(3, false, true),
+            "the last generation is always rated"
+        );
+        rc.only_promoted = true;
+        assert!(rc.due(4, true, false));
+        assert!(!rc.due(4, false, false));
+        assert!(rc.due(5, false, true));
+        rc.games = 0;
+        assert!(!rc.due(4, true, true), "no games, no rating");
+    }
 
     #[test]
     fn shipped_configs_load_and_validate() {
