@@ -116,6 +116,11 @@ pub struct WindowConfig {
     /// Training refuses to start with fewer positions than this in the window: a handful of
     /// games would be memorised, not learned from.
     pub min_positions: usize,
+    /// Weight in [0, 1] of the search's root value in each WDL target, the rest being the
+    /// game result (Leela's "q ratio"). Every position of a game shares one result, so with
+    /// a few hundred games per generation a value head trained on results alone memorises
+    /// the games; the search value differs per position and carries far less noise.
+    pub search_value_weight: f32,
 }
 
 impl Default for WindowConfig {
@@ -126,6 +131,7 @@ impl Default for WindowConfig {
             taper_alpha: 0.75,
             taper_beta: 0.4,
             min_positions: 1_000,
+            search_value_weight: 0.0,
         }
     }
 }
@@ -374,6 +380,12 @@ impl TrainConfig {
                     format!("must be positive, got {}", w.taper_beta),
                 );
             }
+        }
+        if !(0.0..=1.0).contains(&w.search_value_weight) {
+            return bad(
+                "window.search_value_weight",
+                format!("must be in [0, 1], got {}", w.search_value_weight),
+            );
         }
         if self.checkpoint_interval == 0 {
             return bad("checkpoint_interval", "must be at least 1".into());

@@ -217,7 +217,8 @@ impl ReplayWindow {
                 taken += count;
             }
         }
-        Ok(WindowSnapshot::from_segments(segments, total, seen.len()))
+        Ok(WindowSnapshot::from_segments(segments, total, seen.len())
+            .with_search_value_weight(self.config.search_value_weight))
     }
 }
 
@@ -269,6 +270,9 @@ pub struct WindowSnapshot {
     ends: Vec<usize>,
     total_positions: usize,
     shards: usize,
+    /// Weight of the search's root value in the WDL target (see
+    /// [`WindowConfig::search_value_weight`]).
+    search_value_weight: f32,
 }
 
 impl WindowSnapshot {
@@ -284,7 +288,15 @@ impl WindowSnapshot {
             ends,
             total_positions,
             shards,
+            search_value_weight: 0.0,
         }
+    }
+
+    /// The same window with `weight` of each WDL target taken from the search's root value
+    /// instead of the game result.
+    pub fn with_search_value_weight(mut self, weight: f32) -> Self {
+        self.search_value_weight = weight;
+        self
     }
 
     /// A window over in-memory games (all their samples), for benchmarks and tests.
@@ -348,7 +360,7 @@ impl WindowSnapshot {
             .zip(picks.par_iter())
             .map(|(((x, p), v), &i)| {
                 let (game, sample) = self.locate(i);
-                write_sample(game, sample, x, p, v)
+                write_sample(game, sample, self.search_value_weight, x, p, v)
             })
             .collect::<Result<_, _>>()?;
         let policy_entropy = (entropies.iter().sum::<f64>() / size as f64) as f32;
@@ -364,10 +376,12 @@ impl WindowSnapshot {
 }
 
 /// Replays `game` to its sample `sample` and writes the encoded position, the dense policy
-/// target and the WDL target; returns the target's entropy (nats).
+/// target and the WDL target (the game result, mixed with the search's root value by
+/// `search_value_weight`); returns the target's entropy (nats).
 fn write_sample(
     game: &GameRecord,
     sample: usize,
+    search_value_weight: f32,
     x: &mut [f32],
     p: &mut [f32],
     v: &mut [f32],
@@ -406,8 +420,20 @@ fn write_sample(
             entropy -= prob as f64 * (prob as f64).ln();
         }
     }
-    v.copy_from_slice(&game.wdl_target(&pos));
+    let result = game.wdl_target(&pos);
+    let search = value_as_wdl(s.root_value);
+    let w = search_value_weight;
+    for (t, (r, q)) in v.iter_mut().zip(result.iter().zip(search)) {
+        *t = (1.0 - w) * r + w * q;
+    }
     Ok(entropy)
+}
+
+/// A value in [-1, 1] as the WDL distribution with that expectation and the least decisive
+/// split: `v > 0` is `v` win and `1 - v` draw (and symmetrically for losses).
+pub fn value_as_wdl(value: f32) -> [f32; 3] {
+    let v = value.clamp(-1.0, 1.0);
+    [v.max(0.0), 1.0 - v.abs(), (-v).max(0.0)]
 }
 
 /// One training batch, host-side and ready to upload.
@@ -557,6 +583,39 @@ mod tests {
         }
         for row in a.wdl.chunks(3) {
             assert_eq!(row.iter().sum::<f32>(), 1.0);
+        }
+    }
+
+    #[test]
+    fn value_targets_mix_the_game_result_with_the_search_value() {
+        assert_eq!(value_as_wdl(0.25), [0.25, 0.75, 0.0]);
+        assert_eq!(value_as_wdl(-1.0), [0.0, 0.0, 1.0]);
+        assert_eq!(value_as_wdl(0.0), [0.0, 1.0, 0.0]);
+
+        let games = random_games(6, 40, 3);
+        let plain = WindowSnapshot::from_games(games.clone());
+        let mixed = WindowSnapshot::from_games(games).with_search_value_weight(0.5);
+        let pure = WindowSnapshot::from_games(Vec::new()).with_search_value_weight(1.0);
+        assert!(pure.is_empty());
+        let a = plain.batch(1, 0, 32).unwrap();
+        let b = mixed.batch(1, 0, 32).unwrap();
+        // Same positions (same seed), targets differ only in the value mix.
+        assert_eq!(a.inputs, b.inputs);
+        let rng_picks = {
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            rng.set_stream(0);
+            (0..32)
+                .map(|_| rng.random_range(0..plain.len()))
+                .collect::<Vec<_>>()
+        };
+        for (k, &i) in rng_picks.iter().enumerate() {
+            let (game, sample) = plain.locate(i);
+            let q = value_as_wdl(game.samples[sample].root_value);
+            for j in 0..3 {
+                let expect = 0.5 * a.wdl[3 * k + j] + 0.5 * q[j];
+                assert!((b.wdl[3 * k + j] - expect).abs() < 1e-6);
+            }
+            assert!((b.wdl[3 * k..3 * k + 3].iter().sum::<f32>() - 1.0).abs() < 1e-6);
         }
     }
 }
