@@ -611,8 +611,8 @@ mod tests {
         for (k, &i) in rng_picks.iter().enumerate() {
             let (game, sample) = plain.locate(i);
             let q = value_as_wdl(game.samples[sample].root_value);
-            for j in 0..3 {
-                let expect = 0.5 * a.wdl[3 * k + j] + 0.5 * q[j];
+            for (j, qj) in q.iter().enumerate() {
+                let expect = 0.5 * a.wdl[3 * k + j] + 0.5 * qj;
                 assert!((b.wdl[3 * k + j] - expect).abs() < 1e-6);
             }
             assert!((b.wdl[3 * k..3 * k + 3].iter().sum::<f32>() - 1.0).abs() < 1e-6);
