@@ -12,6 +12,11 @@ use yari_model::eval::{Evaluator, NetEvaluator, UniformEvaluator};
 use yari_rules::{EndReason, Move, Position};
 use yari_selfplay::{SearchConfig, SearchResult};
 
+/// The engine's default search: PUCT with this many simulations per move, for `yari play`
+/// and for a UCI `go` without limits. One figure, so "the default search" means one thing
+/// in the README's strength table.
+pub const DEFAULT_SIMULATIONS: u32 = 400;
+
 /// Where the shipped network lives, relative to the repository root.
 pub const DEFAULT_MODEL: &str = "data/models/default.yari";
 

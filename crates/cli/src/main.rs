@@ -142,7 +142,7 @@ enum Command {
         /// Your colour.
         #[arg(long, default_value = "white", value_parser = ["white", "black"])]
         color: String,
-        /// Simulations per engine move.
+        /// Simulations per engine move (default 400).
         #[arg(long, conflicts_with = "movetime")]
         sims: Option<u32>,
         /// Thinking time per engine move, in milliseconds.
@@ -281,7 +281,7 @@ fn main() -> Result<()> {
                     simulations: None,
                     movetime: Some(Duration::from_millis(ms)),
                 },
-                None => engine::Budget::simulations(sims.unwrap_or(400)),
+                None => engine::Budget::simulations(sims.unwrap_or(engine::DEFAULT_SIMULATIONS)),
             };
             play_cmd::run(
                 &engine::Engine::new(evaluator),

@@ -11,10 +11,7 @@ use std::time::Duration;
 use anyhow::Result;
 use yari_rules::{Color, Position};
 
-use crate::engine::{Budget, Engine};
-
-/// Simulations for a bare `go` with no limit given.
-const DEFAULT_SIMULATIONS: u32 = 800;
+use crate::engine::{Budget, Engine, DEFAULT_SIMULATIONS};
 
 type Out = Arc<Mutex<std::io::Stdout>>;
 
