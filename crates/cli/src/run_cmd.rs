@@ -411,8 +411,13 @@ impl Loop {
     fn budget_left(&self) -> bool {
         let r = &self.config.run;
         let gens_ok = r.generations == 0 || self.state.generation <= r.generations;
-        let time_ok = r.max_hours == 0.0 || self.elapsed_s() < r.max_hours * 3600.0;
-        gens_ok && time_ok
+        gens_ok && !self.time_spent()
+    }
+
+    /// Whether the run's wall-time budget is used up (never, without one).
+    fn time_spent(&self) -> bool {
+        let hours = self.config.run.max_hours;
+        hours > 0.0 && self.elapsed_s() >= hours * 3600.0
     }
 
     fn run(mut self) -> Result<()> {
@@ -644,9 +649,8 @@ impl Loop {
         let rc = self.config.rating.clone();
         // The last generation: the generation cap is reached or the time is spent, so no
         // further generation will start after this one.
-        let r = &self.config.run;
-        let last = (r.generations > 0 && g >= r.generations)
-            || (r.max_hours > 0.0 && self.elapsed_s() >= r.max_hours * 3600.0);
+        let cap = self.config.run.generations;
+        let last = (cap > 0 && g >= cap) || self.time_spent();
         if !rc.due(g, self.state.summary.promoted, last) {
             return Ok(Vec::new());
         }
