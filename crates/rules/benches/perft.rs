@@ -1,4 +1,5 @@
-//! Perft speed: the start position and a middle game with full hands.
+//! Perft speed (the start position and a middle game with full hands), and the cost of the
+//! mate search that MCTS runs at every node it reaches.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use yari_rules::{Position, START_FEN};
@@ -21,5 +22,48 @@ fn perft(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, perft);
+/// Positions from the oracle's games, a few plies before their mates: where checks are many
+/// and the mate search has the most to do.
+fn mate_positions() -> Vec<Position> {
+    let text = include_str!("../tests/data/games.jsonl");
+    let mut out = Vec::new();
+    for line in text.lines().take(200) {
+        let moves: Vec<&str> = line
+            .split("\"moves\":[")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .map(|list| list.split(',').map(|m| m.trim_matches('"')).collect())
+            .unwrap_or_default();
+        let mut pos = Position::startpos();
+        for (ply, mv) in moves.iter().enumerate() {
+            if ply + 8 >= moves.len() && ply % 2 == 0 {
+                out.push(pos.clone());
+            }
+            if pos.play_uci(mv).is_err() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn mate_search(c: &mut Criterion) {
+    let positions = mate_positions();
+    let mut group = c.benchmark_group("mate_search");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(positions.len() as u64));
+    for plies in [1u32, 3, 5] {
+        group.bench_function(format!("forced_mate_{plies}"), |b| {
+            b.iter(|| {
+                positions
+                    .iter()
+                    .filter(|p| p.forced_mate(plies).is_some())
+                    .count()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, perft, mate_search);
 criterion_main!(benches);

@@ -173,6 +173,16 @@ impl Board {
         piece
     }
 
+    /// Takes the piece off `sq` (nothing happens on an empty square), as handicap set-ups do.
+    /// Taking off the side to move's General, or a piece that leaves a check, is allowed
+    /// here: whoever builds such a board checks it is one they want.
+    pub fn clear_square(&mut self, sq: Square) {
+        if self.mailbox[sq.index()].is_some() {
+            self.remove(sq.index());
+            self.refresh_checkers();
+        }
+    }
+
     /// Sets a hand count; the caller keeps it below [`MAX_HAND`].
     #[inline(always)]
     pub(crate) fn set_hand(&mut self, color: Color, role: Role, count: u8) {
@@ -280,6 +290,21 @@ impl Board {
         let mut c = Counter(0);
         self.generate(&mut c);
         c.0
+    }
+
+    /// A legal move that checkmates the opponent at once, if there is one.
+    ///
+    /// Search asks this of every position it expands: an exact two-ply look that no learned
+    /// value can get wrong, so a search never misses a mate in one and never walks into one
+    /// it has looked at. Only checking moves can mate; a quiet move that leaves the opponent
+    /// without a move (a stalemate, which also loses here) is not looked for, because it is
+    /// rare and finding it would mean counting the replies to every move.
+    pub fn mating_move(&self) -> Option<Move> {
+        self.legal_moves().into_iter().find(|&mv| {
+            let mut child = *self;
+            child.play(mv);
+            child.is_check() && child.count_legal_moves() == 0
+        })
     }
 
     pub fn is_legal(&self, mv: Move) -> bool {

@@ -158,6 +158,61 @@ impl Position {
         self.board.is_legal(mv)
     }
 
+    /// A legal move that checkmates at once, if there is one (see [`Board::mating_move`]).
+    /// Checkmate ends the game before any repetition is counted, so the history does not
+    /// matter here.
+    pub fn mating_move(&self) -> Option<Move> {
+        self.board.mating_move()
+    }
+
+    /// The first move of a forced mate in at most `plies` plies (1, 3, 5, ...) in which every
+    /// move of the mating side gives check, or `None`; the shortest such mate is found first.
+    ///
+    /// This is the mate search of shogi engines (a "tsume" search): checks are few and
+    /// replies to a check fewer, so a 3-ply search costs about one network call while a
+    /// mate found this way is exact. Every reply of the defender is tried, and a line that
+    /// repeats a position for the third time on the way (a draw, or a lost perpetual check)
+    /// does not count as a mate.
+    pub fn forced_mate(&self, plies: u32) -> Option<Move> {
+        let mut depth = 1;
+        while depth <= plies {
+            if let Some(mv) = self.mate_by_checks(depth) {
+                return Some(mv);
+            }
+            depth += 2;
+        }
+        None
+    }
+
+    /// A checking move after which every reply loses to a mate by checks within
+    /// `plies - 2` more plies (`plies` odd, at least 1).
+    fn mate_by_checks(&self, plies: u32) -> Option<Move> {
+        if plies <= 1 {
+            return self.board.mating_move();
+        }
+        self.legal_moves().into_iter().find(|&mv| {
+            let mut board = self.board;
+            board.play(mv);
+            if !board.is_check() {
+                return false;
+            }
+            let replies = board.legal_moves();
+            if replies.is_empty() {
+                return true;
+            }
+            let mut child = self.clone();
+            child.play(mv);
+            if child.repetition_outcome().is_some() {
+                return false;
+            }
+            replies.iter().all(|&reply| {
+                let mut after = child.clone();
+                after.play(reply);
+                after.repetition_outcome().is_none() && after.mate_by_checks(plies - 2).is_some()
+            })
+        })
+    }
+
     /// Plays a legal move. Playing an illegal move leaves the position meaningless; use
     /// [`Position::play_uci`] or check [`Position::is_legal`] for untrusted input.
     pub fn play(&mut self, mv: Move) {

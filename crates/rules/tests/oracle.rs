@@ -151,3 +151,105 @@ fn perft_full_hands_depth_4_matches_fairy_stockfish() {
         Position::from_fen("2nk1br/7/p1ppppp/7/7/7/P1PPPPP/7/2BK1NR[RBNPrbnp] w - - 0 1").unwrap();
     assert_eq!(pos.perft(4), 230_148_343);
 }
+
+/// `mating_move` against the oracle's games: before every move of every game it finds a mate
+/// exactly when one of the legal moves ends the game by checkmate (the rules' own verdict,
+/// checked against Fairy-Stockfish above), and whatever it returns does mate. The games that
+/// Fairy-Stockfish ended by checkmate give the positions where a mate must be found.
+#[test]
+fn mating_move_finds_exactly_the_mates_in_one() {
+    let mut mates_found = 0;
+    let mut final_mates = 0;
+    for game in lines("games.jsonl") {
+        let mut pos = Position::from_fen(game["start_fen"].as_str().unwrap()).unwrap();
+        let moves = game["moves"].as_array().unwrap();
+        for (ply, mv) in moves.iter().enumerate() {
+            let mates: Vec<_> = pos
+                .legal_moves()
+                .into_iter()
+                .filter(|&m| {
+                    let mut child = pos.clone();
+                    child.play(m);
+                    child.outcome().map(|o| o.reason) == Some(EndReason::Checkmate)
+                })
+                .collect();
+            match pos.mating_move() {
+                Some(m) => {
+                    assert!(mates.contains(&m), "{m} does not mate in {}", pos.fen());
+                    mates_found += 1;
+                }
+                None => assert!(mates.is_empty(), "missed {:?} in {}", mates, pos.fen()),
+            }
+            if ply + 1 == moves.len() && game["end"]["type"] == "checkmate" {
+                assert!(pos.mating_move().is_some(), "the game's last move mates");
+                final_mates += 1;
+            }
+            pos.play_uci(mv.as_str().unwrap()).unwrap();
+        }
+    }
+    assert!(final_mates > 50, "only {final_mates} games end in mate");
+    assert!(mates_found >= final_mates);
+}
+
+/// Whether `mv` starts a mate by checks within `plies` plies, by the rules' own verdicts
+/// (`outcome`, history included): a slow, plain restatement of `forced_mate`.
+fn mates_by_checks(pos: &Position, mv: yari_rules::Move, plies: u32) -> bool {
+    let mut child = pos.clone();
+    child.play(mv);
+    if !child.is_check() {
+        return false;
+    }
+    match child.outcome() {
+        Some(o) => return o.reason == EndReason::Checkmate,
+        None if plies < 3 => return false,
+        None => {}
+    }
+    child.legal_moves().iter().all(|&reply| {
+        let mut after = child.clone();
+        after.play(reply);
+        after.outcome().is_none()
+            && after
+                .legal_moves()
+                .iter()
+                .any(|&m| mates_by_checks(&after, m, plies - 2))
+    })
+}
+
+/// `forced_mate(3)` against the plain restatement above, before every move of the oracle's
+/// games that end in checkmate (the stretch where mates are near): it finds a mate exactly
+/// when one exists, prefers a mate in one, and what it returns mates.
+#[test]
+fn forced_mate_finds_exactly_the_mates_by_checks() {
+    let (mut checked, mut in_three) = (0, 0);
+    for game in lines("games.jsonl") {
+        if game["end"]["type"] != "checkmate" {
+            continue;
+        }
+        let mut pos = Position::from_fen(game["start_fen"].as_str().unwrap()).unwrap();
+        let moves = game["moves"].as_array().unwrap();
+        for (ply, mv) in moves.iter().enumerate() {
+            if ply + 12 >= moves.len() {
+                checked += 1;
+                let found = pos.forced_mate(3);
+                let any = pos
+                    .legal_moves()
+                    .iter()
+                    .any(|&m| mates_by_checks(&pos, m, 3));
+                assert_eq!(found.is_some(), any, "{}", pos.fen());
+                if let Some(m) = found {
+                    assert!(mates_by_checks(&pos, m, 3), "{m} in {}", pos.fen());
+                    if pos.mating_move().is_some() {
+                        assert!(mates_by_checks(&pos, m, 1), "not the mate in one");
+                    } else {
+                        in_three += 1;
+                    }
+                }
+                assert_eq!(pos.forced_mate(1), pos.mating_move());
+                assert_eq!(pos.forced_mate(0), None);
+            }
+            pos.play_uci(mv.as_str().unwrap()).unwrap();
+        }
+    }
+    assert!(checked > 2000, "{checked} positions");
+    assert!(in_three > 20, "only {in_three} mates in three");
+}
