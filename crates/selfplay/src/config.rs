@@ -72,6 +72,14 @@ pub struct SearchConfig {
     /// Keep the subtree of the played move for the next search instead of starting afresh:
     /// simulations already spent there are not wasted.
     pub reuse_tree: bool,
+    /// Plies of the mate search run at every position the search reaches, before the
+    /// network is asked (0: none; 1: mate in one; 3: a mate by checks in up to three plies,
+    /// as shogi engines' leaf mate searches do). A position with a forced mate is a proven
+    /// win (value 1, never expanded) and at the root its mate is played. The search is exact
+    /// and cheap beside a network call, and it turns the net's blind spots for short mates
+    /// (missing one, or walking into one) into certainties the search and its training
+    /// targets can use.
+    pub mate_search_plies: u32,
 }
 
 impl Default for SearchConfig {
@@ -88,6 +96,7 @@ impl Default for SearchConfig {
             dirichlet_fraction: 0.25,
             ply_cap: 320,
             reuse_tree: true,
+            mate_search_plies: 3,
         }
     }
 }
@@ -147,6 +156,12 @@ impl SearchConfig {
             "must be in [0, 2]",
         )?;
         check(
+            matches!(self.mate_search_plies, 0 | 1 | 3 | 5),
+            "search.mate_search_plies",
+            self.mate_search_plies,
+            "must be 0, 1, 3 or 5",
+        )?;
+        check(
             self.dirichlet_alpha.is_finite() && self.dirichlet_alpha > 0.0,
             "search.dirichlet_alpha",
             self.dirichlet_alpha,
@@ -175,14 +190,16 @@ pub struct SelfplayConfig {
     pub cheap_simulations: u32,
     /// Fraction of moves that get a full search (1 trains on every move, as plain AlphaZero).
     pub full_search_fraction: f32,
-    /// PUCT move choice: temperature of the first move; moves are sampled in proportion to
-    /// visits^(1/T). Gumbel search ignores the temperature: its root noise already samples.
+    /// Temperature of the first move. PUCT samples moves in proportion to visits^(1/T);
+    /// Gumbel search multiplies its root Gumbel noise by T (capped at 1), which is what
+    /// samples its moves.
     pub temperature_start: f32,
-    /// PUCT move choice: temperature once `temperature_plies` were played (0 plays the most
-    /// visited move).
+    /// Temperature once `temperature_plies` were played (0 plays the most visited move, or
+    /// the noiseless Gumbel choice).
     pub temperature_end: f32,
-    /// PUCT move choice: plies over which the temperature falls linearly from start to end,
-    /// so openings vary while the rest of the game is played to win.
+    /// Plies over which the temperature falls linearly from start to end, so openings vary
+    /// while the rest of the game is played to win: a blunder sampled late in a game decides
+    /// its result, and so mislabels every position before it.
     pub temperature_plies: u32,
     /// A side resigns when its search value stays below this (in [-1, 1]); -1 never resigns.
     pub resign_threshold: f32,
@@ -194,6 +211,12 @@ pub struct SelfplayConfig {
     pub resign_disabled_fraction: f32,
     /// Plies after which a game is a draw by adjudication; keeps shuffling games finite.
     pub ply_cap: u32,
+    /// Fraction of games that start as handicap games: 1 to `handicap_max_pieces` pieces,
+    /// chosen at random, taken from one side's start position. Between equally weak players
+    /// material hardly decides games, so without them a value head learns little of it.
+    pub handicap_fraction: f32,
+    /// Most pieces a handicap game takes away.
+    pub handicap_max_pieces: u32,
     /// Games in flight at once: their leaves form one network batch, so this is the batch size.
     pub concurrent_games: usize,
     /// Positions per network call: a round's batch (one leaf per game in flight) is split into
@@ -223,6 +246,8 @@ impl Default for SelfplayConfig {
             resign_consecutive: 3,
             resign_disabled_fraction: 0.1,
             ply_cap: 320,
+            handicap_fraction: 0.0,
+            handicap_max_pieces: 3,
             concurrent_games: 128,
             eval_chunk: 64,
             games_per_shard: 100,
@@ -299,6 +324,18 @@ impl SelfplayConfig {
             "must be in 1..=10000",
         )?;
         check(
+            fraction(self.handicap_fraction),
+            "handicap_fraction",
+            self.handicap_fraction,
+            "must be in [0, 1]",
+        )?;
+        check(
+            (1..=13).contains(&self.handicap_max_pieces),
+            "handicap_max_pieces",
+            self.handicap_max_pieces,
+            "must be in 1..=13 (a side has 13 pieces besides its General)",
+        )?;
+        check(
             (1..=65_536).contains(&self.concurrent_games),
             "concurrent_games",
             self.concurrent_games,
@@ -319,7 +356,7 @@ impl SelfplayConfig {
         Ok(())
     }
 
-    /// Temperature for the move at `ply` (PUCT only).
+    /// Temperature for the move at `ply`.
     pub fn temperature(&self, ply: usize) -> f32 {
         if self.temperature_plies == 0 || ply >= self.temperature_plies as usize {
             return self.temperature_end;

@@ -50,6 +50,9 @@ enum Kind {
     Expanded,
     /// The game is over here; `raw_value` holds the result for the side to move.
     Terminal,
+    /// The side to move has a forced mate ([`SearchConfig::mate_search_plies`]): a proven
+    /// win, never expanded; `raw_value` is 1.
+    Won,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -203,6 +206,8 @@ pub struct Search {
     prepared: bool,
     gumbel: Option<GumbelRoot>,
     pending: Option<Pending>,
+    /// Multiplies the root Gumbel noise ([`Search::set_gumbel_temperature`]).
+    gumbel_temperature: f32,
     /// Scratch for improved-policy computations.
     scratch: Vec<f32>,
 }
@@ -221,6 +226,7 @@ impl Search {
             prepared: false,
             gumbel: None,
             pending: None,
+            gumbel_temperature: 1.0,
             scratch: Vec::new(),
         })
     }
@@ -264,6 +270,18 @@ impl Search {
         Ok(())
     }
 
+    /// Scales the root Gumbel noise of the following searches by `t` (clamped to [0, 1]): the
+    /// Gumbel counterpart of a move-choice temperature, so that self-play can vary its
+    /// openings and still play the rest of the game to win. 1 (the default) is plain Gumbel
+    /// sampling, 0 the deterministic search. No effect on PUCT.
+    pub fn set_gumbel_temperature(&mut self, t: f32) {
+        self.gumbel_temperature = if t.is_finite() {
+            t.clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+    }
+
     /// Ends the current search now, as if its budget were spent (deadlines, node limits).
     pub fn stop(&mut self) {
         self.target = self.done;
@@ -275,13 +293,19 @@ impl Search {
     pub fn step<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Step<'_> {
         while self.pending.is_none() {
             match self.nodes[ROOT].kind {
-                Kind::Terminal => return Step::Done,
+                Kind::Terminal | Kind::Won => return Step::Done,
                 Kind::Leaf => {
                     if let Some(outcome) = self.root_pos.outcome_with_ply_cap(self.config.ply_cap())
                     {
                         let root = &mut self.nodes[ROOT];
                         root.kind = Kind::Terminal;
                         root.raw_value = outcome_value(&outcome, self.root_pos.side_to_move());
+                        return Step::Done;
+                    }
+                    if self.mate(&self.root_pos).is_some() {
+                        let root = &mut self.nodes[ROOT];
+                        root.kind = Kind::Won;
+                        root.raw_value = 1.0;
                         return Step::Done;
                     }
                     self.pending = Some(Pending {
@@ -405,7 +429,7 @@ impl Search {
         let children = self.nodes[ROOT].children();
         let n = children.len();
         if self.config.gumbel {
-            let scale = self.config.gumbel_scale;
+            let scale = self.config.gumbel_scale * self.gumbel_temperature;
             let noise = (0..n)
                 .map(|_| {
                     if scale > 0.0 {
@@ -441,7 +465,7 @@ impl Search {
         let mut node = ROOT;
         loop {
             match self.nodes[node].kind {
-                Kind::Terminal => {
+                Kind::Terminal | Kind::Won => {
                     let v = self.nodes[node].raw_value;
                     return (path, pos, Some(v));
                 }
@@ -451,6 +475,12 @@ impl Search {
                         n.kind = Kind::Terminal;
                         n.raw_value = outcome_value(&outcome, pos.side_to_move());
                         return (path, pos, Some(n.raw_value));
+                    }
+                    if self.mate(&pos).is_some() {
+                        let n = &mut self.nodes[node];
+                        n.kind = Kind::Won;
+                        n.raw_value = 1.0;
+                        return (path, pos, Some(1.0));
                     }
                     return (path, pos, None);
                 }
@@ -668,9 +698,64 @@ impl Search {
             .expect("expanded nodes have children")
     }
 
+    /// The first move of a forced mate in `pos` within the configured mate search, and
+    /// within the ply cap: a mate the cap would cut off is no win.
+    fn mate(&self, pos: &Position) -> Option<Move> {
+        let mut plies = self.config.mate_search_plies;
+        if let Some(cap) = self.config.ply_cap() {
+            let left = cap.saturating_sub(pos.plies_played()).min(plies as usize) as u32;
+            // Mates take an odd number of plies.
+            plies = if left % 2 == 1 {
+                left
+            } else {
+                left.saturating_sub(1)
+            };
+        }
+        match plies {
+            0 => None,
+            plies => pos.forced_mate(plies),
+        }
+    }
+
+    /// The result at a root with a forced mate: its first move is played and is the whole
+    /// policy target. The root was never evaluated, so the other moves show a uniform prior.
+    fn mate_result(&self, mate: Move) -> SearchResult {
+        let legal = self.root_pos.legal_moves();
+        let uniform = 1.0 / legal.len().max(1) as f32;
+        let root = &self.nodes[ROOT];
+        let moves = legal
+            .iter()
+            .map(|&mv| MoveStats {
+                mv,
+                prior: uniform,
+                visits: if mv == mate { root.visits } else { 0 },
+                q: (mv == mate).then_some(1.0),
+            })
+            .collect();
+        let policy = legal
+            .iter()
+            .map(|&mv| (mv, if mv == mate { 1.0 } else { 0.0 }))
+            .collect();
+        SearchResult {
+            best_move: Some(mate),
+            root_value: 1.0,
+            moves,
+            policy,
+            pv: vec![mate],
+            simulations: self.done,
+            nodes: self.nodes.len(),
+            terminal: None,
+        }
+    }
+
     /// The search's conclusions so far.
     pub fn result(&self) -> SearchResult {
         let root = &self.nodes[ROOT];
+        if root.kind == Kind::Won {
+            if let Some(mate) = self.mate(&self.root_pos) {
+                return self.mate_result(mate);
+            }
+        }
         let terminal = match root.kind {
             Kind::Terminal => self.root_pos.outcome_with_ply_cap(self.config.ply_cap()),
             _ => None,

@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::Serialize;
 use thiserror::Error;
-use yari_rules::{Position, START_FEN};
+use yari_rules::Position;
 
 use crate::config::{ConfigError, SearchConfig, SelfplayConfig};
 use crate::mcts::{choose_move, Search, SearchError, Step};
@@ -157,6 +157,39 @@ pub struct RunOptions {
     pub deadline: Option<Instant>,
 }
 
+/// The start position with 1 to `max_pieces` pieces (never the General) taken from one side,
+/// both chosen at random: a handicap game.
+///
+/// Why: in games between two equally weak players, who has more pieces hardly predicts who
+/// wins, so a value head learns little about material from them, and a net that does not
+/// value material plays games in which material does not matter. Handicap games (a classic
+/// shogi form, and part of KataGo's self-play) start with a real imbalance, chosen by no
+/// valuation of the pieces, and let the results teach what pieces are worth.
+fn handicap_position<R: Rng + ?Sized>(rng: &mut R, max_pieces: u32) -> Position {
+    let start = Position::startpos();
+    let side = if rng.random::<bool>() {
+        yari_rules::Color::White
+    } else {
+        yari_rules::Color::Black
+    };
+    let mut squares: Vec<yari_rules::Square> = yari_rules::Square::all()
+        .filter(|&sq| {
+            start
+                .piece_at(sq)
+                .is_some_and(|p| p.color == side && p.kind != yari_rules::Kind::King)
+        })
+        .collect();
+    let take = rng
+        .random_range(1..=max_pieces.max(1) as usize)
+        .min(squares.len());
+    let mut board = *start.board();
+    for _ in 0..take {
+        let i = rng.random_range(0..squares.len());
+        board.clear_square(squares.swap_remove(i));
+    }
+    Position::from_board(board)
+}
+
 /// The RNG of game `index` in a run with `seed`.
 fn game_rng(seed: u64, index: u64) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -172,6 +205,7 @@ enum Advance {
 /// One game in flight.
 struct Game {
     id: u64,
+    start_fen: String,
     rng: ChaCha8Rng,
     search: Search,
     moves: Vec<u16>,
@@ -189,9 +223,17 @@ impl Game {
     fn new(id: u64, config: &SelfplayConfig, search: &SearchConfig) -> Result<Game, SelfplayError> {
         let mut rng = game_rng(config.seed, id);
         let resignation_disabled = rng.random::<f32>() < config.resign_disabled_fraction;
-        let pos = Position::startpos();
+        // Drawn only when handicaps are on, so that other configs keep their random streams.
+        let handicap =
+            config.handicap_fraction > 0.0 && rng.random::<f32>() < config.handicap_fraction;
+        let pos = if handicap {
+            handicap_position(&mut rng, config.handicap_max_pieces)
+        } else {
+            Position::startpos()
+        };
         let mut game = Game {
             id,
+            start_fen: pos.fen(),
             rng,
             search: Search::new(pos, search.clone())?,
             moves: Vec::new(),
@@ -218,6 +260,8 @@ impl Game {
         } else {
             config.cheap_simulations
         };
+        self.search
+            .set_gumbel_temperature(config.temperature(self.moves.len()));
         // Exploration noise only where the result is trained on (KataGo's playout cap rule).
         self.search.start(sims, self.full)?;
         Ok(())
@@ -298,7 +342,7 @@ impl Game {
         let (result, end) = self.end.expect("finished game");
         GameRecord {
             game_id: self.id,
-            start_fen: START_FEN.to_string(),
+            start_fen: self.start_fen,
             moves: self.moves,
             samples: self.samples,
             result,
@@ -458,4 +502,38 @@ pub fn bench_selfplay(
         plies: stats.plies,
         evaluations: stats.evaluations,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every handicap start is a legal position (it survives a FEN round trip, which refuses a
+    /// side not to move in check, for instance) with one side complete and the other short.
+    #[test]
+    fn handicap_positions_are_legal() {
+        let start = Position::startpos();
+        let count = |pos: &Position, color: yari_rules::Color| {
+            yari_rules::Square::all()
+                .filter(|&sq| pos.piece_at(sq).is_some_and(|p| p.color == color))
+                .count()
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut fewest = usize::MAX;
+        for _ in 0..500 {
+            let pos = handicap_position(&mut rng, 13);
+            let parsed = Position::from_fen(&pos.fen());
+            assert!(parsed.is_ok(), "{}: {:?}", pos.fen(), parsed.err());
+            let (w, b) = (
+                count(&pos, yari_rules::Color::White),
+                count(&pos, yari_rules::Color::Black),
+            );
+            let full = count(&start, yari_rules::Color::White);
+            assert!((w == full) != (b == full), "{}", pos.fen());
+            assert!(w >= 1 && b >= 1, "{}", pos.fen());
+            fewest = fewest.min(w.min(b));
+        }
+        // Most of the 500 took every piece they could.
+        assert!(fewest <= 3, "fewest pieces left: {fewest}");
+    }
 }

@@ -32,6 +32,14 @@ fn gumbel_wide() -> SearchConfig {
     }
 }
 
+/// `config` without the mate-in-one check, so that the tree search alone is tested.
+fn search_only(config: SearchConfig) -> SearchConfig {
+    SearchConfig {
+        mate_search_plies: 0,
+        ..config
+    }
+}
+
 /// Whether `mv` leaves the opponent without a legal move (mate or stalemate: both lose).
 fn mates(pos: &Position, mv: Move) -> bool {
     let mut p = pos.clone();
@@ -89,12 +97,12 @@ fn assert_finds_mate(config: &SearchConfig, sims: u32) {
 
 #[test]
 fn puct_finds_mate_in_one() {
-    assert_finds_mate(&SearchConfig::puct(), 2000);
+    assert_finds_mate(&search_only(SearchConfig::puct()), 2000);
 }
 
 #[test]
 fn gumbel_finds_mate_in_one() {
-    assert_finds_mate(&gumbel_wide(), 400);
+    assert_finds_mate(&search_only(gumbel_wide()), 400);
 }
 
 fn assert_avoids_mate(config: &SearchConfig, sims: u32) {
@@ -117,12 +125,125 @@ fn assert_avoids_mate(config: &SearchConfig, sims: u32) {
 
 #[test]
 fn puct_avoids_allowing_mate_in_one() {
-    assert_avoids_mate(&SearchConfig::puct(), 20_000);
+    assert_avoids_mate(&search_only(SearchConfig::puct()), 20_000);
 }
 
 #[test]
 fn gumbel_avoids_allowing_mate_in_one() {
-    assert_avoids_mate(&gumbel_wide(), 20_000);
+    assert_avoids_mate(&search_only(gumbel_wide()), 20_000);
+}
+
+/// With the mate-in-one check, a root that mates in one plays the mate at once: no network
+/// call, whatever the budget, and the mate is the whole policy target.
+#[test]
+fn mate_check_plays_the_mate_without_evaluating() {
+    let pos = Position::from_fen(MATE_IN_ONE).unwrap();
+    for config in [SearchConfig::puct(), SearchConfig::default(), gumbel_wide()] {
+        assert!(config.mate_search_plies >= 1, "on by default");
+        for sims in [0, 1, 50] {
+            let counter = Counting(AtomicUsize::new(0));
+            let mut search = Search::new(pos.clone(), config.clone()).unwrap();
+            let r = search
+                .run(&counter, &Limits::simulations(sims), false, &mut rng())
+                .unwrap();
+            let mv = r.best_move.expect("a move");
+            assert!(mates(&pos, mv), "{mv} does not mate");
+            assert_eq!(r.root_value, 1.0);
+            assert_eq!(r.pv, vec![mv]);
+            assert_eq!(counter.0.load(Ordering::Relaxed), 0, "{sims} simulations");
+            assert_distribution_over_legal_moves(&pos, &r.policy);
+            assert_eq!(r.policy.iter().find(|(m, _)| *m == mv).unwrap().1, 1.0);
+            assert_eq!(r.moves.len(), pos.legal_moves().len());
+        }
+    }
+}
+
+/// A mate threat costs the search one visit per move it looks at instead of a subtree deep
+/// enough to stumble on the mating reply: a budget of twice the legal moves suffices where
+/// the search alone needed 20,000 simulations above.
+#[test]
+fn mate_check_sees_mate_threats_with_a_small_budget() {
+    let pos = Position::from_fen(AVOID_MATE).unwrap();
+    let sims = 2 * pos.legal_moves().len() as u32;
+    for config in [SearchConfig::puct(), gumbel_wide()] {
+        let r = search_move(
+            &UniformEvaluator,
+            &pos,
+            &config,
+            &Limits::simulations(sims),
+            &mut rng(),
+        )
+        .unwrap();
+        let mv = r.best_move.expect("a move");
+        assert!(!allows_mate(&pos, mv), "{mv} allows mate; pv {:?}", r.pv);
+        // Every visited move that allows mate is known lost.
+        for m in r.moves.iter().filter(|m| m.visits > 0) {
+            if allows_mate(&pos, m.mv) {
+                assert_eq!(m.q, Some(-1.0), "{}", m.mv);
+            }
+        }
+    }
+}
+
+/// A mating root reached by tree reuse still plays its mate (its node is kept as a proven
+/// win, not expanded).
+#[test]
+fn mate_check_survives_tree_reuse() {
+    // Black to move in AVOID_MATE: after a move that allows mate, White mates at once.
+    let pos = Position::from_fen(AVOID_MATE).unwrap();
+    let blunder = pos
+        .legal_moves()
+        .iter()
+        .copied()
+        .find(|&m| allows_mate(&pos, m))
+        .unwrap();
+    let sims = 2 * pos.legal_moves().len() as u32;
+    // Sequential halving over every move visits each one at least once.
+    let mut search = Search::new(pos.clone(), gumbel_wide()).unwrap();
+    let r = search
+        .run(
+            &UniformEvaluator,
+            &Limits::simulations(sims),
+            false,
+            &mut rng(),
+        )
+        .unwrap();
+    assert!(r.moves.iter().any(|m| m.mv == blunder && m.visits > 0));
+    search.advance(blunder).unwrap();
+    let counter = Counting(AtomicUsize::new(0));
+    let r = search
+        .run(&counter, &Limits::simulations(10), false, &mut rng())
+        .unwrap();
+    assert!(mates(search.root(), r.best_move.unwrap()));
+    assert_eq!(counter.0.load(Ordering::Relaxed), 0);
+}
+
+/// Gumbel temperature 0 removes the root noise: every seed searches alike. At temperature 1
+/// the considered moves, and with them the chosen move, depend on the seed.
+#[test]
+fn gumbel_temperature_scales_the_root_noise() {
+    let pos = Position::startpos();
+    let config = SearchConfig {
+        gumbel_considered: 4,
+        ..SearchConfig::default()
+    };
+    let best = |t: f32, seed: u64| {
+        let mut search = Search::new(pos.clone(), config.clone()).unwrap();
+        search.set_gumbel_temperature(t);
+        let r = search
+            .run(
+                &UniformEvaluator,
+                &Limits::simulations(16),
+                false,
+                &mut ChaCha8Rng::seed_from_u64(seed),
+            )
+            .unwrap();
+        r.best_move.unwrap()
+    };
+    let cold: std::collections::HashSet<Move> = (0..20).map(|seed| best(0.0, seed)).collect();
+    assert_eq!(cold.len(), 1);
+    let hot: std::collections::HashSet<Move> = (0..20).map(|seed| best(1.0, seed)).collect();
+    assert!(hot.len() > 3, "{} distinct moves", hot.len());
 }
 
 fn assert_distribution_over_legal_moves(pos: &Position, policy: &[(Move, f32)]) {

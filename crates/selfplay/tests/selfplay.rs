@@ -350,3 +350,54 @@ fn bench_reports_throughput() {
     assert!((0.0..=1.0).contains(&r.search_share));
     assert!(r.average_batch > 1.0 && r.average_batch <= 5.0);
 }
+
+/// Handicap games start from the start position less 1 to `handicap_max_pieces` pieces of one
+/// side (never a General), are recorded with that start, and replay from it.
+#[test]
+fn handicap_games_start_short_of_pieces_and_replay() {
+    let start = yari_rules::Position::startpos();
+    let pieces = |pos: &yari_rules::Position, color: yari_rules::Color| {
+        yari_rules::Square::all()
+            .filter(|&sq| pos.piece_at(sq).is_some_and(|p| p.color == color))
+            .count()
+    };
+    let full = pieces(&start, yari_rules::Color::White);
+    let config = SelfplayConfig {
+        handicap_fraction: 0.5,
+        handicap_max_pieces: 2,
+        ..quick(5)
+    };
+    let games = play(&config, 24);
+    let mut handicapped = 0;
+    for g in &games {
+        g.validate().unwrap();
+        let pos = yari_rules::Position::from_fen(&g.start_fen).unwrap();
+        let (w, b) = (
+            pieces(&pos, yari_rules::Color::White),
+            pieces(&pos, yari_rules::Color::Black),
+        );
+        if g.start_fen == start.fen() {
+            continue;
+        }
+        handicapped += 1;
+        // One side is short of one or two pieces, the other complete, both Generals there.
+        let (short, whole) = if w < full { (w, b) } else { (b, w) };
+        assert_eq!(whole, full, "{}", g.start_fen);
+        assert!((full - 2..full).contains(&short), "{}", g.start_fen);
+        for color in [yari_rules::Color::White, yari_rules::Color::Black] {
+            assert_eq!(
+                pos.board()
+                    .pieces(color, yari_rules::Kind::King)
+                    .count_ones(),
+                1
+            );
+        }
+        assert_eq!(pos.side_to_move(), yari_rules::Color::White);
+        g.final_position().unwrap();
+    }
+    assert!((4..=20).contains(&handicapped), "{handicapped} of 24");
+    // Off by default: every game starts from the start position.
+    assert!(play(&quick(5), 6)
+        .iter()
+        .all(|g| g.start_fen == start.fen()));
+}
