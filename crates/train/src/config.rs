@@ -120,6 +120,8 @@ pub struct WindowConfig {
     /// game result (Leela's "q ratio"). Every position of a game shares one result, so with
     /// a few hundred games per generation a value head trained on results alone memorises
     /// the games; the search value differs per position and carries far less noise.
+    /// Positions of games stopped at the ply cap always take the search value alone: an
+    /// adjudicated draw is no result.
     pub search_value_weight: f32,
 }
 

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use yari_rules::encoding::{encode, try_index_of, INPUT_SIZE, POLICY_SIZE};
 use yari_rules::{Move, Position};
-use yari_selfplay::{list_shards, read_shard, GameRecord};
+use yari_selfplay::{list_shards, read_shard, GameEnd, GameRecord};
 
 use crate::config::WindowConfig;
 use crate::error::TrainError;
@@ -422,7 +422,13 @@ fn write_sample(
     }
     let result = game.wdl_target(&pos);
     let search = value_as_wdl(s.root_value);
-    let w = search_value_weight;
+    // A game stopped at the ply cap was not drawn by the rules: its "draw" says nothing about
+    // who stood better, so its positions learn from the search's value alone.
+    let w = if game.end == GameEnd::PlyCap {
+        1.0
+    } else {
+        search_value_weight
+    };
     for (t, (r, q)) in v.iter_mut().zip(result.iter().zip(search)) {
         *t = (1.0 - w) * r + w * q;
     }
@@ -592,30 +598,53 @@ mod tests {
         assert_eq!(value_as_wdl(-1.0), [0.0, 0.0, 1.0]);
         assert_eq!(value_as_wdl(0.0), [0.0, 1.0, 0.0]);
 
-        let games = random_games(6, 40, 3);
+        // Random games capped at 150 plies: most end by the rules, some at the cap.
+        let games = random_games(12, 150, 3);
+        let capped = games.iter().filter(|g| g.end == GameEnd::PlyCap).count();
+        assert!(capped > 0 && capped < games.len(), "{capped} capped games");
         let plain = WindowSnapshot::from_games(games.clone());
         let mixed = WindowSnapshot::from_games(games).with_search_value_weight(0.5);
         let pure = WindowSnapshot::from_games(Vec::new()).with_search_value_weight(1.0);
         assert!(pure.is_empty());
-        let a = plain.batch(1, 0, 32).unwrap();
-        let b = mixed.batch(1, 0, 32).unwrap();
+        let a = plain.batch(1, 0, 64).unwrap();
+        let b = mixed.batch(1, 0, 64).unwrap();
         // Same positions (same seed), targets differ only in the value mix.
         assert_eq!(a.inputs, b.inputs);
         let rng_picks = {
             let mut rng = ChaCha8Rng::seed_from_u64(1);
             rng.set_stream(0);
-            (0..32)
+            (0..64)
                 .map(|_| rng.random_range(0..plain.len()))
                 .collect::<Vec<_>>()
         };
+        let (mut decided, mut at_cap) = (0, 0);
         for (k, &i) in rng_picks.iter().enumerate() {
             let (game, sample) = plain.locate(i);
             let q = value_as_wdl(game.samples[sample].root_value);
+            let row = |t: &Batch| [t.wdl[3 * k], t.wdl[3 * k + 1], t.wdl[3 * k + 2]];
+            if game.end == GameEnd::PlyCap {
+                // An adjudicated draw is no result: the search value alone, whatever the mix.
+                at_cap += 1;
+                assert_eq!(row(&a), q);
+                assert_eq!(row(&b), q);
+                continue;
+            }
+            decided += 1;
+            let mut pos = Position::startpos();
+            for &code in &game.moves[..game.samples[sample].ply as usize] {
+                pos.play(Move::from_u16(code).unwrap());
+            }
+            let result = game.wdl_target(&pos);
+            assert_eq!(row(&a), result);
             for (j, qj) in q.iter().enumerate() {
-                let expect = 0.5 * a.wdl[3 * k + j] + 0.5 * qj;
+                let expect = 0.5 * result[j] + 0.5 * qj;
                 assert!((b.wdl[3 * k + j] - expect).abs() < 1e-6);
             }
             assert!((b.wdl[3 * k..3 * k + 3].iter().sum::<f32>() - 1.0).abs() < 1e-6);
         }
+        assert!(
+            decided > 0 && at_cap > 0,
+            "{decided} decided, {at_cap} capped"
+        );
     }
 }
