@@ -6,7 +6,7 @@
 //! (golden-section search over the one free probability); both agree to 1e-12.
 
 use yari_arena::stats::{
-    elo_from_score, erf, llr_logistic, llr_normal_approx, phi, score_from_elo,
+    elo_from_score, erf, llr_logistic, llr_normal_approx, phi, score_from_elo, Z95,
 };
 use yari_arena::{Pentanomial, SprtConfig, SprtDecision, SprtModel, Wdl};
 
@@ -44,9 +44,18 @@ fn score_elo_interval_and_los() {
     close(wdl.per_game_variance(), 0.1225, 1e-15);
     let e = wdl.elo();
     close(e.elo, 34.860_070_287_560_08, 1e-9);
-    // score ± 1.96·sqrt(0.1225/200) = 0.55 ± 0.048507...
-    close(e.low, 1.037_700_169_527_114, 1e-6);
-    close(e.high, 69.356_237_856_721_56, 1e-6);
+    // Wilson with the trinomial variance: centre (0.55 + z²/400) / (1 + z²/200),
+    // half-width z / (1 + z²/200) · sqrt(0.1225/200 + z²/160000).
+    let (z2, n) = (Z95 * Z95, 200.0);
+    let centre = (0.55 + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = Z95 / (1.0 + z2 / n) * (0.1225 / n + z2 / (4.0 * n * n)).sqrt();
+    close(e.low, elo_from_score(centre - half), 1e-9);
+    close(e.high, elo_from_score(centre + half), 1e-9);
+    // Close to the plain normal interval (0.55 ± 0.0485) with this many games.
+    assert!(
+        (e.low - 1.04).abs() < 2.0 && (e.high - 69.36).abs() < 2.0,
+        "{e:?}"
+    );
     // LOS = Φ((W−L)/sqrt(W+L)) = Φ(2) = 0.97725.
     close(wdl.los(), 0.977_249_868_051_820_8, 2e-7);
     // 3:1 score ↔ +190.8 Elo.
@@ -56,15 +65,33 @@ fn score_elo_interval_and_los() {
 
 #[test]
 fn degenerate_results() {
+    // Ten draws do not prove the players equal: Wilson's interval is 0.5 ± z²/(20 + 2z²).
     let draws = Wdl::new(0, 10, 0);
     let e = draws.elo();
-    assert_eq!((e.elo, e.low, e.high), (0.0, 0.0, 0.0));
+    let half = Z95 * Z95 / (20.0 + 2.0 * Z95 * Z95);
+    assert_eq!(e.elo, 0.0);
+    close(e.low, elo_from_score(0.5 - half), 1e-9);
+    close(e.high, -e.low, 1e-9);
+    assert!(e.high > 90.0 && e.high < 110.0, "{e:?}");
     close(draws.los(), 0.5, 0.0);
     let none = Wdl::default();
     assert_eq!(none.score(), 0.5);
     assert_eq!(none.elo().elo, 0.0);
     let all_wins = Wdl::new(5, 0, 0);
     assert_eq!(all_wins.elo().elo, f64::INFINITY);
+    // A clean sweep still bounds the difference from below: Wilson's n / (n + z²) for 20-0-0
+    // is a score of 0.839, +287 Elo; the sweep the other way mirrors it.
+    let sweep = Wdl::new(20, 0, 0).elo();
+    close(sweep.low, elo_from_score(20.0 / (20.0 + Z95 * Z95)), 1e-9);
+    assert!((sweep.low - 286.6).abs() < 1.0, "{sweep:?}");
+    assert_eq!(sweep.high, f64::INFINITY);
+    let swept = Wdl::new(0, 0, 20).elo();
+    assert_eq!(swept.low, f64::NEG_INFINITY);
+    close(swept.high, -sweep.low, 1e-9);
+    // One win in twenty: both ends finite, the estimate inside.
+    let one = Wdl::new(1, 0, 19).elo();
+    assert!(one.low.is_finite() && one.high.is_finite());
+    assert!(one.low < one.elo && one.elo < one.high, "{one:?}");
 }
 
 #[test]
