@@ -190,6 +190,9 @@ impl Position {
         if plies <= 1 {
             return self.board.mating_move();
         }
+        // One copy of the history per call, moves played on it and taken back: this runs at
+        // every leaf of the tree search, where a copy per reply would dominate.
+        let mut line = self.clone();
         self.legal_moves().into_iter().find(|&mv| {
             let mut board = self.board;
             board.play(mv);
@@ -200,17 +203,24 @@ impl Position {
             if replies.is_empty() {
                 return true;
             }
-            let mut child = self.clone();
-            child.play(mv);
-            if child.repetition_outcome().is_some() {
-                return false;
-            }
-            replies.iter().all(|&reply| {
-                let mut after = child.clone();
-                after.play(reply);
-                after.repetition_outcome().is_none() && after.mate_by_checks(plies - 2).is_some()
-            })
+            line.play(mv);
+            let mate = line.repetition_outcome().is_none()
+                && replies.iter().all(|&reply| {
+                    line.play(reply);
+                    let mate = line.repetition_outcome().is_none()
+                        && line.mate_by_checks(plies - 2).is_some();
+                    line.take_back(board);
+                    mate
+                });
+            line.take_back(self.board);
+            mate
         })
+    }
+
+    /// Undoes the last [`Position::play`], given the board before it.
+    fn take_back(&mut self, board: Board) {
+        self.board = board;
+        self.history.pop();
     }
 
     /// Plays a legal move. Playing an illegal move leaves the position meaningless; use
