@@ -142,7 +142,7 @@ enum Command {
         /// Your colour.
         #[arg(long, default_value = "white", value_parser = ["white", "black"])]
         color: String,
-        /// Simulations per engine move (default 400).
+        /// Simulations per engine move (default 1600).
         #[arg(long, conflicts_with = "movetime")]
         sims: Option<u32>,
         /// Thinking time per engine move, in milliseconds.
