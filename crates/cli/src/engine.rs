@@ -18,8 +18,8 @@ use yari_selfplay::{SearchConfig, SearchResult};
 ///
 /// 1,600 rather than 400: a trained network gains from the deeper search (the 4x48
 /// generation-34 network scored 42% against alpha-beta depth 2 over 100 games at 400
-/// simulations and 55% over 20 games at 1,600), and 1,600 simulations still answer in well
-/// under a second per move on two CPU cores.
+/// simulations and 55% over 20 games at 1,600), and 1,600 simulations still answer in under
+/// a second per move on one CPU core (that match: 20 games, two at a time, 7 minutes).
 pub const DEFAULT_SIMULATIONS: u32 = 1600;
 
 /// Where the shipped network lives, relative to the repository root.

@@ -203,7 +203,7 @@ impl Position {
             if replies.is_empty() {
                 return true;
             }
-            line.play(mv);
+            line.push(board);
             let mate = line.repetition_outcome().is_none()
                 && replies.iter().all(|&reply| {
                     line.play(reply);
@@ -226,10 +226,17 @@ impl Position {
     /// Plays a legal move. Playing an illegal move leaves the position meaningless; use
     /// [`Position::play_uci`] or check [`Position::is_legal`] for untrusted input.
     pub fn play(&mut self, mv: Move) {
-        self.board.play(mv);
+        let mut board = self.board;
+        board.play(mv);
+        self.push(board);
+    }
+
+    /// Makes `board`, the board after one legal move from the current one, the position's.
+    fn push(&mut self, board: Board) {
+        self.board = board;
         self.history.push(Record {
-            key: self.board.key(),
-            in_check: self.board.is_check(),
+            key: board.key(),
+            in_check: board.is_check(),
         });
     }
 
