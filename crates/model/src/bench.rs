@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 
+use crate::cpu::CpuNet;
 use crate::net::{Net, NetConfig};
 
 /// Throughput of the net at one batch size.
@@ -22,39 +23,21 @@ pub struct ForwardBench {
     pub gflops: f64,
 }
 
-/// Times forward passes of `net` at `batch` for at least `min_time` after a warm-up.
-///
-/// The input is random rather than encoded positions so the figure isolates the network;
-/// the upload and read-back of the outputs are included because every evaluation pays them.
-pub fn bench_forward(
-    net: &Net,
+/// An input batch of deterministic pseudo-random planes: the figure isolates the network.
+fn bench_input(config: &NetConfig, batch: usize) -> Vec<f32> {
+    let per = config.input_planes * crate::net::SQUARES;
+    (0..batch * per)
+        .map(|i| ((i * 2654435761) % 1000) as f32 / 1000.0)
+        .collect()
+}
+
+/// Calls `run` (one forward pass of `batch` positions) for at least `min_time` after a warm-up.
+fn time_forward(
     config: &NetConfig,
-    device: &Device,
     batch: usize,
     min_time: Duration,
+    mut run: impl FnMut(),
 ) -> ForwardBench {
-    let per = config.input_planes * crate::net::SQUARES;
-    let input: Vec<f32> = (0..batch * per)
-        .map(|i| ((i * 2654435761) % 1000) as f32 / 1000.0)
-        .collect();
-    let run = || {
-        let x = Tensor::<4>::from_data(
-            TensorData::new(
-                input.clone(),
-                [
-                    batch,
-                    config.input_planes,
-                    yari_rules::encoding::RANKS,
-                    yari_rules::encoding::FILES,
-                ],
-            ),
-            device,
-        );
-        let (p, v) = net.forward(x);
-        let p = p.into_data();
-        let v = v.into_data();
-        std::hint::black_box((p, v));
-    };
     run();
     run();
     let start = Instant::now();
@@ -71,6 +54,45 @@ pub fn bench_forward(
         positions_per_s,
         gflops: positions_per_s * config.flops_per_position() as f64 / 1e9,
     }
+}
+
+/// Times burn's forward passes of `net` at `batch` for at least `min_time` after a warm-up.
+///
+/// The upload and read-back of the outputs are included because every evaluation pays them.
+pub fn bench_forward(
+    net: &Net,
+    config: &NetConfig,
+    device: &Device,
+    batch: usize,
+    min_time: Duration,
+) -> ForwardBench {
+    let input = bench_input(config, batch);
+    time_forward(config, batch, min_time, || {
+        let x = Tensor::<4>::from_data(
+            TensorData::new(
+                input.clone(),
+                [
+                    batch,
+                    config.input_planes,
+                    yari_rules::encoding::RANKS,
+                    yari_rules::encoding::FILES,
+                ],
+            ),
+            device,
+        );
+        let (p, v) = net.forward(x);
+        let p = p.into_data();
+        let v = v.into_data();
+        std::hint::black_box((p, v));
+    })
+}
+
+/// Times [`CpuNet`] forward passes at `batch` on the calling thread, like [`bench_forward`].
+pub fn bench_cpu_forward(net: &CpuNet, batch: usize, min_time: Duration) -> ForwardBench {
+    let input = bench_input(net.config(), batch);
+    time_forward(net.config(), batch, min_time, || {
+        std::hint::black_box(net.forward(&input, batch));
+    })
 }
 
 /// GFLOP/s of an `n x n` by `n x n` f32 matmul on `device`, best of repeated runs for at least

@@ -7,6 +7,7 @@ use yari_rules::encoding::{encode_batch, index_of, FILES, INPUT_PLANES, POLICY_S
 use yari_rules::{Move, Position};
 
 use crate::checkpoint::{Checkpoint, CheckpointError};
+use crate::cpu::CpuNet;
 use crate::net::{Net, NetConfig};
 
 /// What search needs to know about a position.
@@ -58,11 +59,30 @@ impl Evaluator for UniformEvaluator {
 }
 
 /// Evaluates with a [`Net`] on any burn device.
+///
+/// On a CPU device the forward pass is [`CpuNet`]'s (the same function, about twice as fast
+/// as burn's CPU backend on the small nets self-play uses); GPU devices run burn's.
 #[derive(Debug)]
 pub struct NetEvaluator {
     net: Net,
     config: NetConfig,
     device: Device,
+    cpu: Option<CpuNet>,
+}
+
+/// Whether `device` computes on the CPU, where [`CpuNet`] replaces burn's forward pass.
+fn is_cpu(device: &Device) -> bool {
+    #[cfg(feature = "flex")]
+    if *device == Device::flex() {
+        return true;
+    }
+    #[cfg(feature = "ndarray")]
+    #[allow(deprecated)]
+    if *device == Device::ndarray() {
+        return true;
+    }
+    let _ = device;
+    false
 }
 
 impl NetEvaluator {
@@ -75,11 +95,30 @@ impl NetEvaluator {
     pub fn new(net: Net, config: NetConfig, device: Device) -> Self {
         assert_eq!(config.input_planes, INPUT_PLANES, "net input planes");
         assert_eq!(config.policy_size(), POLICY_SIZE, "net policy size");
+        // A net that cannot be folded (never seen: it would need a weight of the wrong size)
+        // still evaluates, through burn.
+        let cpu = if is_cpu(&device) {
+            CpuNet::from_net(&net, &config).ok()
+        } else {
+            None
+        };
         Self {
             net,
             config,
             device,
+            cpu,
         }
+    }
+
+    /// Runs burn's forward pass even on a CPU device (for benchmarks and tests comparing the two).
+    pub fn with_burn_forward(mut self) -> Self {
+        self.cpu = None;
+        self
+    }
+
+    /// Whether evaluations go through [`CpuNet`] rather than burn.
+    pub fn uses_cpu_forward(&self) -> bool {
+        self.cpu.is_some()
     }
 
     /// Loads a checkpoint of any architecture onto `device`.
@@ -113,6 +152,9 @@ impl NetEvaluator {
     pub fn logits(&self, positions: &[&Position]) -> (Vec<f32>, Vec<f32>) {
         let n = positions.len();
         let input = encode_batch(positions);
+        if let Some(cpu) = &self.cpu {
+            return cpu.forward(&input, n);
+        }
         let x = Tensor::<4>::from_data(
             TensorData::new(input, [n, INPUT_PLANES, RANKS, FILES]),
             &self.device,

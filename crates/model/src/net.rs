@@ -127,10 +127,10 @@ fn conv3x3(cin: usize, cout: usize, device: &Device) -> Conv2d {
 /// One residual block: conv-bn-relu-conv-bn, plus the skip connection, then relu.
 #[derive(Module, Debug)]
 pub struct ResBlock {
-    conv1: Conv2d,
-    bn1: BatchNorm,
-    conv2: Conv2d,
-    bn2: BatchNorm,
+    pub(crate) conv1: Conv2d,
+    pub(crate) bn1: BatchNorm,
+    pub(crate) conv2: Conv2d,
+    pub(crate) bn2: BatchNorm,
 }
 
 impl ResBlock {
@@ -147,16 +147,16 @@ impl ResBlock {
 /// its running averages (training), elsewhere it uses the running averages (inference).
 #[derive(Module, Debug)]
 pub struct Net {
-    stem: Conv2d,
-    stem_bn: BatchNorm,
-    blocks: Vec<ResBlock>,
-    policy_conv: Conv2d,
-    policy_bn: BatchNorm,
-    policy_out: Conv2d,
-    value_conv: Conv2d,
-    value_bn: BatchNorm,
-    value_fc: Linear,
-    value_out: Linear,
+    pub(crate) stem: Conv2d,
+    pub(crate) stem_bn: BatchNorm,
+    pub(crate) blocks: Vec<ResBlock>,
+    pub(crate) policy_conv: Conv2d,
+    pub(crate) policy_bn: BatchNorm,
+    pub(crate) policy_out: Conv2d,
+    pub(crate) value_conv: Conv2d,
+    pub(crate) value_bn: BatchNorm,
+    pub(crate) value_fc: Linear,
+    pub(crate) value_out: Linear,
 }
 
 impl Net {

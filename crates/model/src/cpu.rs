@@ -1,0 +1,462 @@
+//! The network's forward pass for inference on a CPU, outside burn.
+//!
+//! Why: self-play spends 98% of its time in the network (`yari bench selfplay`, search share
+//! 2%), and on the 2-core machine burn's flex backend ran the default 4x32 net at 23% of the
+//! matmul peak. A profile showed why: flex convolves image by image (63-row GEMMs), so im2col,
+//! packing and memset took three times as long as the GEMM kernel itself. Here batch norm is
+//! folded into the convolutions once, at load time, and blocks of [`CHUNK`] positions go
+//! through the whole net together, every layer one im2col plus one GEMM, with bias, skip
+//! connection and ReLU applied in one pass over the output. Measured on the 2-core machine
+//! with the default 4x32 net: self-play 161 -> 293-311 positions/s (`yari bench selfplay`),
+//! a single position (what the engine's search asks for) 1,728 -> 4,845 per second on one
+//! thread (`yari bench nn --config configs/default.toml`); the GEMM kernel is now about half
+//! of the profile.
+//!
+//! The weights come from a burn [`Net`] (checkpoints, training and GPU inference stay burn's);
+//! `tests/cpu.rs` checks that both forward passes agree on trained and random nets.
+
+use burn::tensor::Tensor;
+use yari_rules::encoding::{FILES, RANKS};
+
+use crate::net::{Net, NetConfig, SQUARES};
+
+/// Positions that go through the whole net together: 8 x 63 = 504 GEMM rows, and an im2col
+/// block of a trunk layer (504 x 288 floats for 32 channels) and activations that stay in a
+/// core's L2 cache. Measured with `yari bench selfplay` (default config, 2 threads): 4 and 8
+/// positions 283-311 positions/s, 16 266-304, 32 263, and the whole 64-position batch at once
+/// (layer by layer) 268.
+const CHUNK: usize = 8;
+
+/// A 3x3 same-padded convolution with its batch norm folded in.
+#[derive(Clone, Debug)]
+struct Conv3x3 {
+    cin: usize,
+    cout: usize,
+    /// `[9 * cin, cout]`, row `(ky * 3 + kx) * cin + ci`: the im2col layout.
+    weight: Vec<f32>,
+    /// `[cout]`: the batch norm's shift.
+    bias: Vec<f32>,
+}
+
+/// A dense layer (a linear layer, or a 1x1 convolution over channels-last activations).
+#[derive(Clone, Debug)]
+struct Dense {
+    din: usize,
+    dout: usize,
+    /// `[din, dout]`.
+    weight: Vec<f32>,
+    /// `[dout]`.
+    bias: Vec<f32>,
+}
+
+/// Why a [`Net`] could not be turned into a [`CpuNet`].
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the CPU forward pass: {0}")]
+pub struct CpuNetError(String);
+
+/// A [`Net`]'s inference forward pass on the CPU; see the module docs.
+#[derive(Clone, Debug)]
+pub struct CpuNet {
+    config: NetConfig,
+    stem: Conv3x3,
+    blocks: Vec<(Conv3x3, Conv3x3)>,
+    policy_conv: Conv3x3,
+    policy_out: Dense,
+    value_conv: Dense,
+    value_fc: Dense,
+    value_out: Dense,
+}
+
+fn floats<const D: usize>(t: Tensor<D>, what: &str) -> Result<Vec<f32>, CpuNetError> {
+    t.into_data()
+        .try_into_vec_as::<f32>()
+        .map_err(|e| CpuNetError(format!("{what}: {e:?}")))
+}
+
+fn expect_len(v: &[f32], len: usize, what: &str) -> Result<(), CpuNetError> {
+    if v.len() == len {
+        Ok(())
+    } else {
+        Err(CpuNetError(format!(
+            "{what} has {} values, expected {len}",
+            v.len()
+        )))
+    }
+}
+
+/// Per-channel `(scale, shift)` of a batch norm in inference mode:
+/// `gamma * (x - mean) / sqrt(var + eps) + beta = scale * x + shift`.
+fn fold_batch_norm(
+    bn: &burn::nn::BatchNorm,
+    channels: usize,
+    what: &str,
+) -> Result<(Vec<f32>, Vec<f32>), CpuNetError> {
+    let gamma = floats(bn.gamma.val(), what)?;
+    let beta = floats(bn.beta.val(), what)?;
+    let mean = floats(bn.running_mean.value(), what)?;
+    let var = floats(bn.running_var.value(), what)?;
+    for v in [&gamma, &beta, &mean, &var] {
+        expect_len(v, channels, what)?;
+    }
+    let eps = bn.epsilon;
+    let scale: Vec<f32> = (0..channels)
+        .map(|c| (gamma[c] as f64 / (var[c] as f64 + eps).sqrt()) as f32)
+        .collect();
+    let shift = (0..channels)
+        .map(|c| beta[c] - mean[c] * scale[c])
+        .collect();
+    Ok((scale, shift))
+}
+
+/// Conv weight `[cout, cin, 3, 3]` (no bias) followed by `bn`, in im2col layout.
+fn fold_conv3x3(
+    conv: &burn::nn::conv::Conv2d,
+    bn: &burn::nn::BatchNorm,
+    cin: usize,
+    cout: usize,
+    what: &str,
+) -> Result<Conv3x3, CpuNetError> {
+    let w = floats(conv.weight.val(), what)?;
+    expect_len(&w, cout * cin * 9, what)?;
+    let (scale, mut bias) = fold_batch_norm(bn, cout, what)?;
+    if let Some(b) = &conv.bias {
+        let b = floats(b.val(), what)?;
+        expect_len(&b, cout, what)?;
+        for c in 0..cout {
+            bias[c] += b[c] * scale[c];
+        }
+    }
+    let mut weight = vec![0.0; 9 * cin * cout];
+    for co in 0..cout {
+        for ci in 0..cin {
+            for k in 0..9 {
+                weight[(k * cin + ci) * cout + co] = w[(co * cin + ci) * 9 + k] * scale[co];
+            }
+        }
+    }
+    Ok(Conv3x3 {
+        cin,
+        cout,
+        weight,
+        bias,
+    })
+}
+
+/// A 1x1 conv weight `[cout, cin, 1, 1]` (bias optional), optionally followed by a batch norm.
+fn fold_conv1x1(
+    conv: &burn::nn::conv::Conv2d,
+    bn: Option<&burn::nn::BatchNorm>,
+    cin: usize,
+    cout: usize,
+    what: &str,
+) -> Result<Dense, CpuNetError> {
+    let w = floats(conv.weight.val(), what)?;
+    expect_len(&w, cout * cin, what)?;
+    let mut bias = match &conv.bias {
+        Some(b) => floats(b.val(), what)?,
+        None => vec![0.0; cout],
+    };
+    expect_len(&bias, cout, what)?;
+    let (scale, shift) = match bn {
+        Some(bn) => fold_batch_norm(bn, cout, what)?,
+        None => (vec![1.0; cout], vec![0.0; cout]),
+    };
+    for c in 0..cout {
+        bias[c] = bias[c] * scale[c] + shift[c];
+    }
+    let mut weight = vec![0.0; cin * cout];
+    for co in 0..cout {
+        for ci in 0..cin {
+            weight[ci * cout + co] = w[co * cin + ci] * scale[co];
+        }
+    }
+    Ok(Dense {
+        din: cin,
+        dout: cout,
+        weight,
+        bias,
+    })
+}
+
+/// A burn linear layer (weight `[d_input, d_output]`, the layout [`Dense`] uses).
+fn linear(
+    layer: &burn::nn::Linear,
+    din: usize,
+    dout: usize,
+    what: &str,
+) -> Result<Dense, CpuNetError> {
+    let weight = floats(layer.weight.val(), what)?;
+    expect_len(&weight, din * dout, what)?;
+    let bias = match &layer.bias {
+        Some(b) => floats(b.val(), what)?,
+        None => vec![0.0; dout],
+    };
+    expect_len(&bias, dout, what)?;
+    Ok(Dense {
+        din,
+        dout,
+        weight,
+        bias,
+    })
+}
+
+/// `dst[m, n] = lhs[m, k] * rhs[k, n]`, all row-major and contiguous.
+fn matmul(m: usize, k: usize, n: usize, lhs: &[f32], rhs: &[f32], dst: &mut [f32]) {
+    assert!(lhs.len() >= m * k && rhs.len() >= k * n && dst.len() >= m * n);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        dst[..m * n].fill(0.0);
+        return;
+    }
+    // SAFETY: the assert above keeps every element gemm touches inside its slice: with
+    // row-major strides (row stride = columns, column stride 1) the last elements read are
+    // lhs[m * k - 1] and rhs[k * n - 1] and the last written is dst[m * n - 1]. `dst` is a
+    // unique borrow, so it aliases neither input. `read_dst = false` makes gemm overwrite dst
+    // (alpha is ignored) with beta = 1 times the product. Measured reason for calling the
+    // unsafe entry point: it is the only interface of the gemm crate, which burn-flex already
+    // builds, and one GEMM over a block is what makes this forward pass faster than flex's.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            lhs.as_ptr(),
+            1,
+            k as isize,
+            rhs.as_ptr(),
+            1,
+            n as isize,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+impl Conv3x3 {
+    /// `out = relu(conv(x) + bias [+ skip])` over the `x.len() / (63 * cin)` positions of `x`,
+    /// channels last, as one im2col and one GEMM.
+    ///
+    /// `col` is this layer shape's im2col buffer, at least `positions * 63 * 9 * cin` long and
+    /// all zero when first used: the slots of off-board neighbours are never written, so they
+    /// stay zero from one call to the next and need no clearing (the caller keeps one buffer
+    /// per input width, since the slots depend on it).
+    fn forward(&self, x: &[f32], skip: Option<&[f32]>, out: &mut [f32], col: &mut [f32]) {
+        let (cin, cout) = (self.cin, self.cout);
+        let positions = x.len() / (SQUARES * cin);
+        let k = 9 * cin;
+        let rows = positions * SQUARES;
+        for p in 0..positions {
+            let image = &x[p * SQUARES * cin..(p + 1) * SQUARES * cin];
+            for r in 0..RANKS {
+                for f in 0..FILES {
+                    let row = (p * SQUARES + r * FILES + f) * k;
+                    // The on-board neighbours of one kernel row are adjacent squares of one
+                    // rank, and adjacent slots of the im2col row: one copy per kernel row.
+                    let f_lo = f.saturating_sub(1);
+                    let f_hi = (f + 1).min(FILES - 1);
+                    let kx_lo = f_lo + 1 - f;
+                    let len = (f_hi - f_lo + 1) * cin;
+                    for ky in 0..3 {
+                        let rr = r + ky;
+                        if rr == 0 || rr > RANKS {
+                            continue;
+                        }
+                        let src = ((rr - 1) * FILES + f_lo) * cin;
+                        let dst = row + (ky * 3 + kx_lo) * cin;
+                        col[dst..dst + len].copy_from_slice(&image[src..src + len]);
+                    }
+                }
+            }
+        }
+        let block = &mut out[..rows * cout];
+        matmul(rows, k, cout, &col[..rows * k], &self.weight, block);
+        match skip {
+            Some(skip) => {
+                for (row, s) in block.chunks_exact_mut(cout).zip(skip.chunks_exact(cout)) {
+                    for ((v, b), s) in row.iter_mut().zip(&self.bias).zip(s) {
+                        *v = (*v + b + s).max(0.0);
+                    }
+                }
+            }
+            None => {
+                for row in block.chunks_exact_mut(cout) {
+                    for (v, b) in row.iter_mut().zip(&self.bias) {
+                        *v = (*v + b).max(0.0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Dense {
+    /// `out = x * weight + bias`, ReLU'd if `relu`, for `x.len() / din` rows.
+    fn forward(&self, x: &[f32], relu: bool, out: &mut [f32]) {
+        let rows = x.len() / self.din;
+        matmul(rows, self.din, self.dout, x, &self.weight, out);
+        for row in out[..rows * self.dout].chunks_exact_mut(self.dout) {
+            for (v, b) in row.iter_mut().zip(&self.bias) {
+                *v += b;
+                if relu {
+                    *v = v.max(0.0);
+                }
+            }
+        }
+    }
+}
+
+impl CpuNet {
+    /// Folds `net` (whose shape is `config`) into the CPU forward pass.
+    pub fn from_net(net: &Net, config: &NetConfig) -> Result<Self, CpuNetError> {
+        let c = config.channels;
+        if net.blocks.len() != config.blocks {
+            return Err(CpuNetError(format!(
+                "the net has {} blocks, its config {}",
+                net.blocks.len(),
+                config.blocks
+            )));
+        }
+        let stem = fold_conv3x3(&net.stem, &net.stem_bn, config.input_planes, c, "stem")?;
+        let blocks = net
+            .blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                Ok((
+                    fold_conv3x3(&b.conv1, &b.bn1, c, c, &format!("block {i} conv1"))?,
+                    fold_conv3x3(&b.conv2, &b.bn2, c, c, &format!("block {i} conv2"))?,
+                ))
+            })
+            .collect::<Result<Vec<_>, CpuNetError>>()?;
+        let policy_conv = fold_conv3x3(&net.policy_conv, &net.policy_bn, c, c, "policy conv")?;
+        let policy_out =
+            fold_conv1x1(&net.policy_out, None, c, config.policy_planes, "policy out")?;
+        let vc = config.value_channels;
+        let value_conv = fold_conv1x1(&net.value_conv, Some(&net.value_bn), c, vc, "value conv")?;
+        let fc = linear(&net.value_fc, vc * SQUARES, config.value_hidden, "value fc")?;
+        // burn flattens the value planes channel-major (`ch * 63 + sq`); the activations here
+        // are square-major (`sq * vc + ch`), so the rows of the weight are permuted to match.
+        let mut weight = vec![0.0; fc.weight.len()];
+        let h = config.value_hidden;
+        for ch in 0..vc {
+            for sq in 0..SQUARES {
+                let from = (ch * SQUARES + sq) * h;
+                let to = (sq * vc + ch) * h;
+                weight[to..to + h].copy_from_slice(&fc.weight[from..from + h]);
+            }
+        }
+        let value_fc = Dense { weight, ..fc };
+        let value_out = linear(&net.value_out, config.value_hidden, 3, "value out")?;
+        Ok(CpuNet {
+            config: *config,
+            stem,
+            blocks,
+            policy_conv,
+            policy_out,
+            value_conv,
+            value_fc,
+            value_out,
+        })
+    }
+
+    /// The net's shape.
+    pub fn config(&self) -> &NetConfig {
+        &self.config
+    }
+
+    /// Runs the net on `n` encoded positions (`input`: `[n, C, 9, 7]` row-major, as
+    /// `encode_batch` makes them). Returns policy logits `[n, policy_size]` (plane-major) and
+    /// WDL logits `[n, 3]`, exactly what [`Net::forward`] returns.
+    ///
+    /// # Panics
+    ///
+    /// If `input` is not `n` positions of the net's input planes.
+    pub fn forward(&self, input: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
+        let cfg = &self.config;
+        let per_input = cfg.input_planes * SQUARES;
+        assert_eq!(input.len(), n * per_input, "input size");
+        let per_policy = cfg.policy_size();
+        let mut policy = vec![0.0; n * per_policy];
+        let mut wdl = vec![0.0; n * 3];
+        let chunk = CHUNK.min(n.max(1));
+        let mut col_stem = vec![0.0; chunk * SQUARES * 9 * cfg.input_planes];
+        let mut col_trunk = vec![0.0; chunk * SQUARES * 9 * cfg.channels];
+        for first in (0..n).step_by(chunk) {
+            let count = chunk.min(n - first);
+            let (p, w) = self.forward_chunk(
+                &input[first * per_input..(first + count) * per_input],
+                count,
+                &mut col_stem,
+                &mut col_trunk,
+            );
+            policy[first * per_policy..(first + count) * per_policy].copy_from_slice(&p);
+            wdl[first * 3..(first + count) * 3].copy_from_slice(&w);
+        }
+        (policy, wdl)
+    }
+
+    /// [`CpuNet::forward`] on a block of positions small enough to stay in cache.
+    fn forward_chunk(
+        &self,
+        input: &[f32],
+        n: usize,
+        col_stem: &mut [f32],
+        col_trunk: &mut [f32],
+    ) -> (Vec<f32>, Vec<f32>) {
+        let cfg = &self.config;
+        let planes = cfg.input_planes;
+        let c = cfg.channels;
+        // Channels last: square-major rows of `planes` values.
+        let mut x0 = vec![0.0; n * SQUARES * planes];
+        for p in 0..n {
+            for ch in 0..planes {
+                let src = &input[(p * planes + ch) * SQUARES..(p * planes + ch + 1) * SQUARES];
+                for (sq, &v) in src.iter().enumerate() {
+                    x0[(p * SQUARES + sq) * planes + ch] = v;
+                }
+            }
+        }
+        let mut x = vec![0.0; n * SQUARES * c];
+        let mut y = vec![0.0; n * SQUARES * c];
+        let mut z = vec![0.0; n * SQUARES * c];
+        self.stem.forward(&x0, None, &mut x, col_stem);
+        for (conv1, conv2) in &self.blocks {
+            conv1.forward(&x, None, &mut y, col_trunk);
+            conv2.forward(&y, Some(&x), &mut z, col_trunk);
+            std::mem::swap(&mut x, &mut z);
+        }
+        // Policy: 3x3 conv, then the 1x1 conv to policy planes, returned plane-major.
+        self.policy_conv.forward(&x, None, &mut y, col_trunk);
+        let planes_out = cfg.policy_planes;
+        let mut logits = vec![0.0; n * SQUARES * planes_out];
+        self.policy_out.forward(&y, false, &mut logits);
+        let mut policy = vec![0.0; n * planes_out * SQUARES];
+        for p in 0..n {
+            for sq in 0..SQUARES {
+                let row = &logits[(p * SQUARES + sq) * planes_out..][..planes_out];
+                for (pl, &v) in row.iter().enumerate() {
+                    policy[(p * planes_out + pl) * SQUARES + sq] = v;
+                }
+            }
+        }
+        // Value: 1x1 conv, then two dense layers over each position's flattened planes.
+        let vc = cfg.value_channels;
+        let mut v = vec![0.0; n * SQUARES * vc];
+        self.value_conv.forward(&x, true, &mut v);
+        let mut hidden = vec![0.0; n * cfg.value_hidden];
+        self.value_fc.forward(&v, true, &mut hidden);
+        let mut wdl = vec![0.0; n * 3];
+        self.value_out.forward(&hidden, false, &mut wdl);
+        (policy, wdl)
+    }
+}

@@ -1,0 +1,116 @@
+//! The CPU forward pass computes what burn's does: on the shipped (trained) network and on
+//! small random nets whose batch norms have non-trivial statistics.
+
+use burn::module::Module;
+use burn::tensor::{Distribution, Tensor};
+use yari_model::{default_device, CpuNet, Net, NetConfig, NetEvaluator};
+use yari_rules::encoding::{encode_batch, FILES, INPUT_PLANES, RANKS};
+use yari_rules::Position;
+
+/// Positions with pieces in hand and promoted pieces: a game of pseudo-random legal moves,
+/// preferring captures, sampled every few plies.
+fn positions() -> Vec<Position> {
+    let mut out = vec![Position::startpos()];
+    let mut pos = Position::startpos();
+    for ply in 0..120usize {
+        let moves = pos.legal_moves();
+        if moves.is_empty() || pos.outcome().is_some() {
+            break;
+        }
+        let captures: Vec<_> = moves
+            .iter()
+            .copied()
+            .filter(|m| m.to_string().contains('x') || pos.piece_at(m.to()).is_some())
+            .collect();
+        let pool = if captures.is_empty() {
+            moves.to_vec()
+        } else {
+            captures
+        };
+        pos.play(pool[(ply * 7919) % pool.len()]);
+        if ply % 6 == 5 {
+            out.push(pos.clone());
+        }
+    }
+    assert!(out.len() >= 8, "only {} positions", out.len());
+    out
+}
+
+fn assert_close(a: &[f32], b: &[f32], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    let scale = b.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!(
+            (x - y).abs() <= 1e-4 * scale,
+            "{what}[{i}]: cpu {x} vs burn {y} (scale {scale})"
+        );
+    }
+}
+
+fn compare(net: Net, config: NetConfig, positions: &[Position]) {
+    let device = default_device();
+    let refs: Vec<&Position> = positions.iter().collect();
+    let cpu = NetEvaluator::new(net.clone(), config, device.clone());
+    assert!(cpu.uses_cpu_forward(), "the default device is a CPU one");
+    let burn = NetEvaluator::new(net, config, device).with_burn_forward();
+    assert!(!burn.uses_cpu_forward());
+    let (cp, cw) = cpu.logits(&refs);
+    let (bp, bw) = burn.logits(&refs);
+    assert_close(&cp, &bp, "policy logits");
+    assert_close(&cw, &bw, "wdl logits");
+    // Batching does not change a position's result.
+    let (one_p, one_w) = cpu.logits(&refs[3..4]);
+    let n = one_p.len();
+    assert_close(&one_p, &cp[3 * n..4 * n], "policy of one position");
+    assert_close(&one_w, &cw[9..12], "wdl of one position");
+}
+
+#[test]
+fn matches_burn_on_the_shipped_network() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/models/default.yari"
+    );
+    let eval = NetEvaluator::from_checkpoint(path, default_device()).expect("shipped network");
+    let config = *eval.config();
+    compare(eval.net().clone(), config, &positions());
+}
+
+/// A net after a few training-mode forward passes: its batch-norm running statistics have
+/// moved away from (0, 1), so the folding is exercised, with odd sizes throughout.
+#[test]
+fn matches_burn_on_random_nets_with_batch_statistics() {
+    for (blocks, channels, value_channels, hidden) in [(1, 8, 4, 16), (2, 12, 3, 10), (0, 5, 2, 7)]
+    {
+        let config = NetConfig {
+            value_channels,
+            value_hidden: hidden,
+            ..NetConfig::new(blocks, channels)
+        };
+        let train_device = default_device().autodiff();
+        let net = config.init(&train_device);
+        for _ in 0..3 {
+            let x = Tensor::<4>::random(
+                [6, INPUT_PLANES, RANKS, FILES],
+                Distribution::Normal(0.5, 2.0),
+                &train_device,
+            );
+            let _ = net.forward(x);
+        }
+        compare(net.valid(), config, &positions());
+    }
+}
+
+#[test]
+fn rejects_an_input_of_the_wrong_size_by_panicking_not_misreading() {
+    let config = NetConfig::new(1, 4);
+    let net = config.init(&default_device());
+    let cpu = CpuNet::from_net(&net, &config).expect("fold");
+    let pos = Position::startpos();
+    let input = encode_batch(&[&pos]);
+    let (p, w) = cpu.forward(&input, 1);
+    assert_eq!(p.len(), config.policy_size());
+    assert_eq!(w.len(), 3);
+    let result = std::panic::catch_unwind(|| cpu.forward(&input[1..], 1));
+    assert!(result.is_err());
+}
