@@ -165,23 +165,34 @@ enum Command {
 #[derive(Subcommand)]
 enum BenchCommand {
     /// Self-play positions per second and the share of time spent outside the network, with the
-    /// default run's network and self-play settings (an untrained network; YARI_BENCH_SECONDS
-    /// sets the duration, RAYON_NUM_THREADS the threads).
+    /// default run's network and self-play settings, or those of --config (an untrained
+    /// network; YARI_BENCH_SECONDS sets the duration, RAYON_NUM_THREADS the threads).
     Selfplay {
         #[arg(long)]
         json: bool,
+        /// A run config whose network and self-play settings to measure.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
-    /// Training samples per second for the default run's network and batch size.
+    /// Training samples per second for the default run's network and batch size, or those of
+    /// --config.
     Train {
         #[arg(long)]
         json: bool,
+        /// A run config whose network and training settings to measure.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
-    /// Network positions per second at batch 1, 64 and 256, against the matmul peak.
+    /// Network positions per second at batch 1, 64 and 256, against the matmul peak (the
+    /// 6x64 reference net, or the network of --config).
     Nn {
         #[arg(long)]
         batch: Option<usize>,
         #[arg(long)]
         json: bool,
+        /// A run config whose network to measure.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Perft leaves per second: start position depths 5 and 6, and a middle game with full hands.
     Perft {
@@ -253,16 +264,26 @@ fn main() -> Result<()> {
             out,
         } => export_cmd::run(&run_dir, &checkpoint, &out),
         Command::Bench { what } => match what {
-            BenchCommand::Selfplay { json } => {
-                // The network and self-play settings of the built-in default run.
-                let config = run_cmd::RunConfig::load(None)?;
+            BenchCommand::Selfplay { json, config } => {
+                // The network and self-play settings of the built-in default run by default.
+                let config = run_cmd::RunConfig::load(config.as_deref())?;
                 selfplay_cmd::bench(json, config.train.net, config.selfplay)
             }
-            BenchCommand::Train { json } => {
-                train_cmd::bench(json, run_cmd::RunConfig::load(None)?.train)
+            BenchCommand::Train { json, config } => {
+                train_cmd::bench(json, run_cmd::RunConfig::load(config.as_deref())?.train)
             }
             BenchCommand::Perft { json, quick } => bench_perft(json, quick),
-            BenchCommand::Nn { batch, json } => bench_nn::run(batch, json),
+            BenchCommand::Nn {
+                batch,
+                json,
+                config,
+            } => {
+                let net = match config {
+                    Some(p) => run_cmd::RunConfig::load(Some(&p))?.train.net,
+                    None => yari_model::NetConfig::default(),
+                };
+                bench_nn::run(net, batch, json)
+            }
         },
         Command::Play {
             model,
