@@ -393,26 +393,29 @@ impl CpuNet {
         let mut col_trunk = vec![0.0; chunk * SQUARES * 9 * cfg.channels];
         for first in (0..n).step_by(chunk) {
             let count = chunk.min(n - first);
-            let (p, w) = self.forward_chunk(
+            self.forward_chunk(
                 &input[first * per_input..(first + count) * per_input],
                 count,
                 &mut col_stem,
                 &mut col_trunk,
+                &mut policy[first * per_policy..(first + count) * per_policy],
+                &mut wdl[first * 3..(first + count) * 3],
             );
-            policy[first * per_policy..(first + count) * per_policy].copy_from_slice(&p);
-            wdl[first * 3..(first + count) * 3].copy_from_slice(&w);
         }
         (policy, wdl)
     }
 
-    /// [`CpuNet::forward`] on a block of positions small enough to stay in cache.
+    /// [`CpuNet::forward`] on a block of positions small enough to stay in cache, writing
+    /// straight into the block's part of the outputs.
     fn forward_chunk(
         &self,
         input: &[f32],
         n: usize,
         col_stem: &mut [f32],
         col_trunk: &mut [f32],
-    ) -> (Vec<f32>, Vec<f32>) {
+        policy: &mut [f32],
+        wdl: &mut [f32],
+    ) {
         let cfg = &self.config;
         let planes = cfg.input_planes;
         let c = cfg.channels;
@@ -440,7 +443,6 @@ impl CpuNet {
         let planes_out = cfg.policy_planes;
         let mut logits = vec![0.0; n * SQUARES * planes_out];
         self.policy_out.forward(&y, false, &mut logits);
-        let mut policy = vec![0.0; n * planes_out * SQUARES];
         for p in 0..n {
             for sq in 0..SQUARES {
                 let row = &logits[(p * SQUARES + sq) * planes_out..][..planes_out];
@@ -455,8 +457,6 @@ impl CpuNet {
         self.value_conv.forward(&x, true, &mut v);
         let mut hidden = vec![0.0; n * cfg.value_hidden];
         self.value_fc.forward(&v, true, &mut hidden);
-        let mut wdl = vec![0.0; n * 3];
-        self.value_out.forward(&hidden, false, &mut wdl);
-        (policy, wdl)
+        self.value_out.forward(&hidden, false, wdl);
     }
 }
