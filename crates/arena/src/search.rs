@@ -37,11 +37,15 @@ pub(crate) fn factory(spec: &PlayerSpec) -> Result<Box<dyn PlayerFactory>, Playe
             *sims,
             imp::arena_search_config(),
         ))),
-        PlayerSpec::Model { path, sims } => Ok(Box::new(MctsFactory::new(
+        PlayerSpec::Model {
+            path,
+            sims,
+            options,
+        } => Ok(Box::new(MctsFactory::new(
             spec.name(),
             imp::load_model(path)?,
             *sims,
-            imp::arena_search_config(),
+            imp::with_options(imp::arena_search_config(), options),
         ))),
         _ => Err(PlayerError::Other(format!(
             "{} is not an MCTS player",
@@ -61,13 +65,43 @@ mod imp {
     use yari_rules::Move;
     use yari_selfplay::{search_move, Evaluator, Limits, SearchConfig};
 
+    use yari_selfplay::Search;
+
     use crate::player::{GameView, Player, PlayerError, PlayerFactory};
+    use crate::spec::SearchOptions;
 
     /// PUCT, no root noise, no ply cap: a deterministic searcher for evaluation.
     pub(crate) fn arena_search_config() -> SearchConfig {
         SearchConfig {
             ply_cap: 0,
+            reuse_tree: false,
             ..SearchConfig::puct()
+        }
+    }
+
+    /// `config` with a spec's overrides applied.
+    pub(crate) fn with_options(config: SearchConfig, options: &SearchOptions) -> SearchConfig {
+        let config = match options.gumbel_considered {
+            Some(0) => SearchConfig {
+                gumbel: false,
+                ..config
+            },
+            Some(n) => SearchConfig {
+                gumbel: true,
+                gumbel_considered: n,
+                gumbel_scale: 0.0,
+                ..config
+            },
+            None => config,
+        };
+        SearchConfig {
+            c_puct: options.c_puct.unwrap_or(config.c_puct),
+            fpu_reduction: options.fpu_reduction.unwrap_or(config.fpu_reduction),
+            reuse_tree: options.reuse_tree.unwrap_or(config.reuse_tree),
+            mate_search_plies: options
+                .mate_search_plies
+                .unwrap_or(config.mate_search_plies),
+            ..config
         }
     }
 
@@ -118,17 +152,35 @@ mod imp {
                 sims: self.sims.max(1),
                 config: self.config.clone(),
                 rng: StdRng::seed_from_u64(0),
+                tree: None,
             }))
         }
     }
 
-    /// Searches every move from scratch with the self-play MCTS and plays its best move.
+    /// Searches every move with the self-play MCTS and plays its best move. With tree reuse
+    /// on, the search of the previous move is kept and advanced through the moves played
+    /// since, so the simulations already spent below them count towards this move.
     pub struct MctsPlayer {
         name: String,
         evaluator: Arc<dyn Evaluator>,
         sims: u32,
         config: SearchConfig,
         rng: StdRng,
+        /// The last search and how many of the game's moves led to its root.
+        tree: Option<(Search, usize)>,
+    }
+
+    impl MctsPlayer {
+        /// The previous search advanced to `game`'s position, when it can be: same game,
+        /// moves only added since, and every one of them legal there.
+        fn reused_tree(&mut self, game: &GameView<'_>) -> Option<Search> {
+            let (mut search, seen) = self.tree.take()?;
+            let new_moves = game.moves.get(seen..)?;
+            for &mv in new_moves {
+                search.advance(mv).ok()?;
+            }
+            (search.root().fen() == game.position.fen()).then_some(search)
+        }
     }
 
     impl Player for MctsPlayer {
@@ -138,21 +190,69 @@ mod imp {
 
         fn new_game(&mut self, seed: u64) -> Result<(), PlayerError> {
             self.rng = StdRng::seed_from_u64(seed);
+            self.tree = None;
             Ok(())
         }
 
         fn choose_move(&mut self, game: &GameView<'_>) -> Result<Move, PlayerError> {
-            let result = search_move(
-                &*self.evaluator,
-                game.position,
-                &self.config,
-                &Limits::simulations(self.sims),
-                &mut self.rng,
-            )
-            .map_err(|e| PlayerError::Other(format!("{}: {e}", self.name)))?;
+            let name = self.name.clone();
+            let error = |e: yari_selfplay::SearchError| PlayerError::Other(format!("{name}: {e}"));
+            let limits = Limits::simulations(self.sims);
+            let result = if self.config.reuse_tree {
+                let mut search = match self.reused_tree(game) {
+                    Some(search) => search,
+                    None => {
+                        Search::new(game.position.clone(), self.config.clone()).map_err(error)?
+                    }
+                };
+                let result = search
+                    .run(&*self.evaluator, &limits, false, &mut self.rng)
+                    .map_err(error)?;
+                self.tree = Some((search, game.moves.len()));
+                result
+            } else {
+                search_move(
+                    &*self.evaluator,
+                    game.position,
+                    &self.config,
+                    &limits,
+                    &mut self.rng,
+                )
+                .map_err(error)?
+            };
             result
                 .best_move
                 .ok_or_else(|| PlayerError::NoMove("search found no move".into()))
         }
+    }
+}
+
+#[cfg(all(test, feature = "search"))]
+mod tests {
+    use super::imp::{arena_search_config, with_options};
+    use crate::spec::SearchOptions;
+
+    #[test]
+    fn spec_options_override_only_what_they_name() {
+        let base = arena_search_config();
+        assert!(!base.gumbel && !base.reuse_tree && base.dirichlet_fraction == 0.0);
+        assert_eq!(with_options(base.clone(), &SearchOptions::default()), base);
+        let options = SearchOptions {
+            c_puct: Some(2.0),
+            reuse_tree: Some(true),
+            gumbel_considered: Some(8),
+            ..SearchOptions::default()
+        };
+        let changed = with_options(base.clone(), &options);
+        assert_eq!(changed.c_puct, 2.0);
+        assert!(changed.reuse_tree);
+        assert!(changed.gumbel && changed.gumbel_considered == 8 && changed.gumbel_scale == 0.0);
+        assert_eq!(changed.fpu_reduction, base.fpu_reduction);
+        assert_eq!(changed.mate_search_plies, base.mate_search_plies);
+        let puct = SearchOptions {
+            gumbel_considered: Some(0),
+            ..SearchOptions::default()
+        };
+        assert!(!with_options(changed, &puct).gumbel);
     }
 }

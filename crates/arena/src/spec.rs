@@ -6,6 +6,7 @@
 //! | `alphabeta:N` | fixed depth-N alpha-beta on material |
 //! | `mcts:SIMS` | MCTS with uniform priors and no value knowledge, SIMS simulations per move |
 //! | `model:FILE:SIMS` | MCTS guided by the checkpoint FILE |
+//! | `model[SOPTS]:FILE:SIMS` | the same with search settings changed, see below |
 //! | `uci:COMMAND` | an external UCI engine, COMMAND split on whitespace (quotes group) |
 //! | `uci[OPTS]:COMMAND` | the same with options, see below |
 //! | `fsf` / `fsf[OPTS]` | Fairy-Stockfish's npm build: `node --no-experimental-fetch $YARI_FSF_JS`, where `YARI_FSF_JS` defaults to `.fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js` |
@@ -17,6 +18,12 @@
 //! `Key=Value` is sent as `setoption name Key value Value` (e.g. `Threads=1,Hash=16`).
 //!
 //! Example: `uci[nodes=2000,Hash=16,name=fsf2k]:node --no-experimental-fetch .fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js`.
+//!
+//! `SOPTS` overrides the engine's default search (the one `yari play` and `yari uci` use),
+//! to measure a search setting rather than a network: `c_puct=X`, `fpu=X` (first-play
+//! urgency reduction), `reuse=0|1` (keep the subtree of the moves played for the next
+//! search), `mate=N` (plies of the leaf mate search) and `gumbel=N` (Gumbel root search
+//! with sequential halving over N moves and no root noise; 0 is PUCT), e.g. `model[c_puct=2,reuse=0]:net.yari:1600`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -50,11 +57,99 @@ pub enum SpecError {
 /// A parsed player spec.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlayerSpec {
-    Random { seed: u64 },
-    AlphaBeta { depth: u32 },
-    Mcts { sims: u32 },
-    Model { path: PathBuf, sims: u32 },
+    Random {
+        seed: u64,
+    },
+    AlphaBeta {
+        depth: u32,
+    },
+    Mcts {
+        sims: u32,
+    },
+    Model {
+        path: PathBuf,
+        sims: u32,
+        options: SearchOptions,
+    },
     Uci(UciConfig),
+}
+
+/// Search settings a `model[...]` spec changes; `None` keeps the engine's default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchOptions {
+    pub c_puct: Option<f32>,
+    pub fpu_reduction: Option<f32>,
+    pub reuse_tree: Option<bool>,
+    pub mate_search_plies: Option<u32>,
+    /// Gumbel root search considering this many moves, without root noise (0: PUCT).
+    pub gumbel_considered: Option<usize>,
+}
+
+impl SearchOptions {
+    /// Parses `key=value,...` (the text between the brackets of `model[...]`).
+    fn parse(spec: &str, opts: &str) -> Result<SearchOptions, SpecError> {
+        let mut out = SearchOptions::default();
+        for option in opts.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+            let bad_option = || SpecError::Option {
+                spec: spec.to_string(),
+                option: option.to_string(),
+            };
+            let (key, value) = option.split_once('=').ok_or_else(bad_option)?;
+            let (key, value) = (key.trim(), value.trim());
+            let bad = || SpecError::Number {
+                spec: spec.to_string(),
+                value: value.to_string(),
+            };
+            let non_negative = |v: &str| -> Result<f32, SpecError> {
+                let x: f32 = v.parse().map_err(|_| bad())?;
+                if x.is_finite() && x >= 0.0 {
+                    Ok(x)
+                } else {
+                    Err(bad())
+                }
+            };
+            match key {
+                "c_puct" => out.c_puct = Some(non_negative(value)?),
+                "fpu" => out.fpu_reduction = Some(non_negative(value)?),
+                "reuse" => {
+                    out.reuse_tree = Some(match value {
+                        "0" | "false" => false,
+                        "1" | "true" => true,
+                        _ => return Err(bad()),
+                    })
+                }
+                "mate" => out.mate_search_plies = Some(value.parse().map_err(|_| bad())?),
+                "gumbel" => out.gumbel_considered = Some(value.parse().map_err(|_| bad())?),
+                _ => return Err(bad_option()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The `[...]` text of these options, empty when none is set.
+    fn text(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(x) = self.c_puct {
+            parts.push(format!("c_puct={x}"));
+        }
+        if let Some(x) = self.fpu_reduction {
+            parts.push(format!("fpu={x}"));
+        }
+        if let Some(x) = self.reuse_tree {
+            parts.push(format!("reuse={}", u8::from(x)));
+        }
+        if let Some(x) = self.mate_search_plies {
+            parts.push(format!("mate={x}"));
+        }
+        if let Some(x) = self.gumbel_considered {
+            parts.push(format!("gumbel={x}"));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("[{}]", parts.join(","))
+        }
+    }
 }
 
 impl PlayerSpec {
@@ -85,13 +180,24 @@ impl PlayerSpec {
                 sims: number(sims)? as u32,
             });
         }
-        if let Some(rest) = text.strip_prefix("model:") {
+        if let Some(rest) = text.strip_prefix("model") {
+            let (options, rest) = if let Some(rest) = rest.strip_prefix(':') {
+                (SearchOptions::default(), rest)
+            } else if let Some(rest) = rest.strip_prefix('[') {
+                let (opts, after) = rest
+                    .split_once("]:")
+                    .ok_or_else(|| SpecError::Unknown(text.to_string()))?;
+                (SearchOptions::parse(text, opts)?, after)
+            } else {
+                return Err(SpecError::Unknown(text.to_string()));
+            };
             let (path, sims) = rest
                 .rsplit_once(':')
                 .ok_or_else(|| SpecError::Unknown(text.to_string()))?;
             return Ok(PlayerSpec::Model {
                 path: PathBuf::from(path),
                 sims: number(sims)? as u32,
+                options,
             });
         }
         if text == "fsf" || text.starts_with("fsf[") {
@@ -150,7 +256,11 @@ impl PlayerSpec {
             PlayerSpec::Random { .. } => "random".into(),
             PlayerSpec::AlphaBeta { depth } => format!("alphabeta:{}", (*depth).max(1)),
             PlayerSpec::Mcts { sims } => format!("mcts:{sims}"),
-            PlayerSpec::Model { path, sims } => format!("model:{}:{sims}", path.display()),
+            PlayerSpec::Model {
+                path,
+                sims,
+                options,
+            } => format!("model{}:{}:{sims}", options.text(), path.display()),
             PlayerSpec::Uci(c) => c.name.clone(),
         }
     }
@@ -266,9 +376,32 @@ mod tests {
             PlayerSpec::parse("model:runs/a:b/ckpt.bin:64").unwrap(),
             PlayerSpec::Model {
                 path: "runs/a:b/ckpt.bin".into(),
-                sims: 64
+                sims: 64,
+                options: SearchOptions::default(),
             }
         );
+        let spec =
+            PlayerSpec::parse("model[c_puct=2.5, fpu=0, reuse=0, mate=1, gumbel=8]:n.yari:800")
+                .unwrap();
+        assert_eq!(
+            spec,
+            PlayerSpec::Model {
+                path: "n.yari".into(),
+                sims: 800,
+                options: SearchOptions {
+                    c_puct: Some(2.5),
+                    fpu_reduction: Some(0.0),
+                    reuse_tree: Some(false),
+                    mate_search_plies: Some(1),
+                    gumbel_considered: Some(8),
+                },
+            }
+        );
+        assert_eq!(
+            spec.name(),
+            "model[c_puct=2.5,fpu=0,reuse=0,mate=1,gumbel=8]:n.yari:800"
+        );
+        assert_eq!(PlayerSpec::parse(&spec.name()).unwrap(), spec);
         let PlayerSpec::Uci(c) = PlayerSpec::parse("uci:node 'my dir/uci.js' -x").unwrap() else {
             panic!()
         };
@@ -311,5 +444,9 @@ mod tests {
         assert!(PlayerSpec::parse("uci[nodes]:x").is_err());
         assert!(PlayerSpec::parse("uci[timeout=-1]:x").is_err());
         assert!(PlayerSpec::parse("model:file").is_err());
+        assert!(PlayerSpec::parse("model[c_puct=-1]:f:10").is_err());
+        assert!(PlayerSpec::parse("model[speed=9]:f:10").is_err());
+        assert!(PlayerSpec::parse("model[reuse=2]:f:10").is_err());
+        assert!(PlayerSpec::parse("model[fpu=1:f:10").is_err());
     }
 }

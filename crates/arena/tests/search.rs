@@ -64,3 +64,56 @@ fn missing_checkpoint_is_a_build_error() {
         Err(yari_arena::ArenaError::Build { .. })
     ));
 }
+
+#[test]
+fn tree_reusing_player_follows_the_game_and_recovers_from_a_jump() {
+    use yari_arena::GameView;
+    use yari_rules::Position;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.ckpt");
+    let config = yari_model::NetConfig::new(1, 8);
+    let net = config.init(&yari_model::default_device());
+    yari_model::checkpoint::save(&path, &net, &yari_model::CheckpointMeta::new(config)).unwrap();
+    let spec = PlayerSpec::parse(&format!("model[reuse=1]:{}:16", path.display())).unwrap();
+    let factory = spec.factory().unwrap();
+
+    // A whole match: every move the reused trees suggest must be legal in the real game.
+    let random = PlayerSpec::parse("random").unwrap();
+    let match_config = MatchConfig {
+        games: 2,
+        concurrency: 2,
+        game: GameConfig { ply_cap: Some(40) },
+        ..MatchConfig::default()
+    };
+    let r = run_match(factory.as_ref(), &random, &match_config).unwrap();
+    for g in &r.games {
+        assert!(g.reason.is_rules() || g.reason == Reason::PlyCap, "{g:?}");
+    }
+
+    // Positions fed out of order (the game jumps, or goes back) get a fresh search.
+    let mut player = factory.build().unwrap();
+    player.new_game(1).unwrap();
+    let start_fen = Position::startpos().fen();
+    let mut pos = Position::startpos();
+    let mut moves = Vec::new();
+    for _ in 0..4 {
+        let view = GameView {
+            start_fen: &start_fen,
+            moves: &moves,
+            position: &pos,
+        };
+        let mv = player.choose_move(&view).unwrap();
+        assert!(pos.is_legal(mv), "{mv} in {}", pos.fen());
+        pos.play(mv);
+        moves.push(mv);
+    }
+    let earlier = Position::startpos();
+    let view = GameView {
+        start_fen: &start_fen,
+        moves: &[],
+        position: &earlier,
+    };
+    let mv = player.choose_move(&view).unwrap();
+    assert!(earlier.is_legal(mv));
+}

@@ -73,7 +73,8 @@ enum Command {
     /// Draw a run's metrics (losses, Elo per generation) to PNG files under RUN_DIR/plots.
     Plot { run_dir: PathBuf },
     /// Play a match between two players: random, alphabeta:N, mcts:SIMS, model:FILE:SIMS,
-    /// uci:COMMAND, uci[nodes=N,movetime=MS]:COMMAND, fsf[nodes=N].
+    /// model[c_puct=X,fpu=X,reuse=0|1,mate=N,gumbel=N]:FILE:SIMS, uci:COMMAND,
+    /// uci[nodes=N,movetime=MS]:COMMAND, fsf[nodes=N].
     Arena {
         #[arg(long)]
         a: String,

@@ -309,6 +309,7 @@ fn model_spec(run_dir: &Path, model: &str, sims: u32) -> PlayerSpec {
     PlayerSpec::Model {
         path: run_dir.join(model),
         sims,
+        options: Default::default(),
     }
 }
 
