@@ -42,16 +42,70 @@ fn ratings_of(run_dir: &Path, model: &str) -> Vec<serde_json::Value> {
     latest
 }
 
-pub fn run(run_dir: &Path, checkpoint: &str, out: &Path) -> Result<()> {
+/// `source` and the checkpoints of the `average - 1` generations before it, newest first:
+/// `gen-0057.yari` with 3 gives `gen-0057`, `gen-0056` and `gen-0055` of the same directory.
+fn generations_to_average(source: &Path, average: u32) -> Result<Vec<PathBuf>> {
+    if average <= 1 {
+        return Ok(vec![source.to_path_buf()]);
+    }
+    let stem = source
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let generation: u32 = stem
+        .strip_prefix("gen-")
+        .and_then(|n| n.parse().ok())
+        .with_context(|| {
+            format!(
+                "--average needs a run's generation checkpoint (gen-NNNN.yari), not {}",
+                source.display()
+            )
+        })?;
+    anyhow::ensure!(
+        average <= generation,
+        "--average {average}: {} is generation {generation}, so there are only {generation} to average",
+        source.display()
+    );
+    let dir = source.parent().unwrap_or(Path::new(""));
+    Ok((0..average)
+        .map(|k| dir.join(format!("gen-{:04}.yari", generation - k)))
+        .collect())
+}
+
+pub fn run(run_dir: &Path, checkpoint: &str, out: &Path, average: u32) -> Result<()> {
     let source = if checkpoint == "best" {
         best_of_run(run_dir)?
     } else {
         PathBuf::from(checkpoint)
     };
+    let device = yari_model::default_device();
     let ckpt = Checkpoint::read(&source)
         .with_context(|| format!("reading network {}", source.display()))?;
     let mut meta = ckpt.meta.clone();
-    let net = ckpt.into_net_any(&yari_model::default_device())?;
+    let mut net = ckpt.into_net_any(&device)?;
+    let sources = generations_to_average(&source, average)?;
+    if sources.len() > 1 {
+        let mut nets = vec![net];
+        for path in &sources[1..] {
+            let ckpt = Checkpoint::read(path)
+                .with_context(|| format!("reading network {} to average", path.display()))?;
+            nets.push(ckpt.into_net_any(&device)?);
+        }
+        net = yari_model::average::average(&nets)
+            .with_context(|| format!("averaging {} networks", nets.len()))?;
+        let names: Vec<serde_json::Value> = sources
+            .iter()
+            .map(|p| {
+                p.strip_prefix(run_dir)
+                    .unwrap_or(p)
+                    .display()
+                    .to_string()
+                    .into()
+            })
+            .collect();
+        meta.notes
+            .insert("averaged".into(), serde_json::Value::Array(names));
+    }
     let relative = source
         .strip_prefix(run_dir)
         .map(|p| p.display().to_string())
@@ -79,8 +133,16 @@ pub fn run(run_dir: &Path, checkpoint: &str, out: &Path) -> Result<()> {
     // Read it back as a user would: the exported file must load on its own.
     Checkpoint::read(out).with_context(|| format!("re-reading {}", out.display()))?;
     eprintln!(
-        "exported {} (generation {}, {} blocks x {} channels, encoding v{}) to {}",
+        "exported {}{} (generation {}, {} blocks x {} channels, encoding v{}) to {}",
         relative,
+        if sources.len() > 1 {
+            format!(
+                " averaged with the {} generations before it",
+                sources.len() - 1
+            )
+        } else {
+            String::new()
+        },
         meta.generation,
         meta.config.blocks,
         meta.config.channels,

@@ -118,6 +118,10 @@ enum Command {
         checkpoint: String,
         #[arg(long)]
         out: PathBuf,
+        /// Ship the mean of the checkpoint's weights and those of the N-1 generations before
+        /// it (stochastic weight averaging); 1 exports the checkpoint as it is.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        average: u32,
     },
     /// Count the leaf nodes of the legal move tree (the last line printed is the count).
     Perft {
@@ -263,7 +267,8 @@ fn main() -> Result<()> {
             run_dir,
             checkpoint,
             out,
-        } => export_cmd::run(&run_dir, &checkpoint, &out),
+            average,
+        } => export_cmd::run(&run_dir, &checkpoint, &out, average),
         Command::Bench { what } => match what {
             BenchCommand::Selfplay { json, config } => {
                 // The network and self-play settings of the built-in default run by default.

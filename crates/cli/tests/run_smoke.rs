@@ -85,6 +85,12 @@ fn check_run(dir: &Path) {
     );
 }
 
+/// Where a checkpoint file's weights begin (after the header and the metadata).
+fn ckpt_weights_start(path: &std::path::Path) -> usize {
+    let bytes = std::fs::read(path).unwrap();
+    20 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize
+}
+
 #[test]
 fn smoke_run_completes_and_exports() {
     let tmp = tempfile::tempdir().unwrap();
@@ -116,6 +122,44 @@ fn smoke_run_completes_and_exports() {
         .as_str()
         .unwrap()
         .starts_with("models/gen-"));
+
+    // The mean of the last two generations' weights; a third generation does not exist.
+    let averaged = tmp.path().join("averaged.yari");
+    let export_averaged = |n: &str| {
+        yari()
+            .args(["export", "--checkpoint"])
+            .arg(dir.join("models/gen-0002.yari"))
+            .arg("--run-dir")
+            .arg(&dir)
+            .args(["--average", n, "--out"])
+            .arg(&averaged)
+            .output()
+            .unwrap()
+    };
+    let out = export_averaged("2");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ckpt = yari_model::Checkpoint::read(&averaged).unwrap();
+    assert_eq!(
+        ckpt.meta.notes["averaged"],
+        serde_json::json!(["models/gen-0002.yari", "models/gen-0001.yari"])
+    );
+    assert_ne!(
+        std::fs::read(&averaged).unwrap()[ckpt_weights_start(&averaged)..],
+        std::fs::read(dir.join("models/gen-0002.yari")).unwrap()
+            [ckpt_weights_start(&dir.join("models/gen-0002.yari"))..],
+        "averaged weights differ from the newest network's"
+    );
+    let out = export_averaged("3");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("only 2 to average"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     let mut child = yari()
         .args(["play", "--sims", "4", "--model"])

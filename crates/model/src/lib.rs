@@ -7,6 +7,7 @@
 //! autodiff. Inference on a CPU device goes through [`CpuNet`] instead, a forward pass of the
 //! same net about twice as fast as burn's CPU backend at self-play's sizes.
 
+pub mod average;
 pub mod bench;
 pub mod checkpoint;
 pub mod cpu;
