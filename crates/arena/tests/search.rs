@@ -20,14 +20,19 @@ fn uniform_mcts_plays_a_match() {
     }
 }
 
+/// A freshly initialised 1x8 network saved under `dir`.
+fn tiny_checkpoint(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("tiny.ckpt");
+    let config = yari_model::NetConfig::new(1, 8);
+    let net = config.init(&yari_model::default_device());
+    yari_model::checkpoint::save(&path, &net, &yari_model::CheckpointMeta::new(config)).unwrap();
+    path
+}
+
 #[test]
 fn checkpoint_player_plays_a_match() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiny.ckpt");
-    let config = yari_model::NetConfig::new(1, 8);
-    let device = yari_model::default_device();
-    let net = config.init(&device);
-    yari_model::checkpoint::save(&path, &net, &yari_model::CheckpointMeta::new(config)).unwrap();
+    let path = tiny_checkpoint(dir.path());
     let spec = format!("model:{}:8", path.display());
     let model = PlayerSpec::parse(&spec).unwrap();
     let random = PlayerSpec::parse("random").unwrap();
@@ -71,10 +76,7 @@ fn tree_reusing_player_follows_the_game_and_recovers_from_a_jump() {
     use yari_rules::Position;
 
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiny.ckpt");
-    let config = yari_model::NetConfig::new(1, 8);
-    let net = config.init(&yari_model::default_device());
-    yari_model::checkpoint::save(&path, &net, &yari_model::CheckpointMeta::new(config)).unwrap();
+    let path = tiny_checkpoint(dir.path());
     let spec = PlayerSpec::parse(&format!("model[reuse=1]:{}:16", path.display())).unwrap();
     let factory = spec.factory().unwrap();
 
