@@ -23,7 +23,8 @@
 //! to measure a search setting rather than a network: `c_puct=X`, `fpu=X` (first-play
 //! urgency reduction), `reuse=0|1` (keep the subtree of the moves played for the next
 //! search), `mate=N` (plies of the leaf mate search) and `gumbel=N` (Gumbel root search
-//! with sequential halving over N moves and no root noise; 0 is PUCT), e.g. `model[c_puct=2,reuse=0]:net.yari:1600`.
+//! with sequential halving over N moves and no root noise; 0 is PUCT), e.g.
+//! `model[c_puct=2,reuse=0]:net.yari:1600`.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -68,8 +68,16 @@ fn generations_to_average(source: &Path, average: u32) -> Result<Vec<PathBuf>> {
     );
     let dir = source.parent().unwrap_or(Path::new(""));
     Ok((0..average)
-        .map(|k| dir.join(format!("gen-{:04}.yari", generation - k)))
+        .map(|k| dir.join(format!("{}.yari", crate::run_cmd::gen_name(generation - k))))
         .collect())
+}
+
+/// `path` relative to the run directory when it lies inside it, as the run's files name it.
+fn relative_to(run_dir: &Path, path: &Path) -> String {
+    path.strip_prefix(run_dir)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 pub fn run(run_dir: &Path, checkpoint: &str, out: &Path, average: u32) -> Result<()> {
@@ -95,21 +103,12 @@ pub fn run(run_dir: &Path, checkpoint: &str, out: &Path, average: u32) -> Result
             .with_context(|| format!("averaging {} networks", nets.len()))?;
         let names: Vec<serde_json::Value> = sources
             .iter()
-            .map(|p| {
-                p.strip_prefix(run_dir)
-                    .unwrap_or(p)
-                    .display()
-                    .to_string()
-                    .into()
-            })
+            .map(|p| relative_to(run_dir, p).into())
             .collect();
         meta.notes
             .insert("averaged".into(), serde_json::Value::Array(names));
     }
-    let relative = source
-        .strip_prefix(run_dir)
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| source.display().to_string());
+    let relative = relative_to(run_dir, &source);
     let run_name = run_dir
         .canonicalize()
         .ok()

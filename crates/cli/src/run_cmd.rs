@@ -301,7 +301,7 @@ fn log(message: &str) {
     eprintln!("[{h:02}:{m:02}:{s:02} UTC] {message}");
 }
 
-fn gen_name(g: u32) -> String {
+pub(crate) fn gen_name(g: u32) -> String {
     format!("gen-{g:04}")
 }
 
