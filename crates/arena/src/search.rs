@@ -101,6 +101,9 @@ mod imp {
             mate_search_plies: options
                 .mate_search_plies
                 .unwrap_or(config.mate_search_plies),
+            policy_temperature: options
+                .policy_temperature
+                .unwrap_or(config.policy_temperature),
             ..config
         }
     }
@@ -241,9 +244,11 @@ mod tests {
             c_puct: Some(2.0),
             reuse_tree: Some(true),
             gumbel_considered: Some(8),
+            policy_temperature: Some(1.5),
             ..SearchOptions::default()
         };
         let changed = with_options(base.clone(), &options);
+        assert_eq!(changed.policy_temperature, 1.5);
         assert_eq!(changed.c_puct, 2.0);
         assert!(changed.reuse_tree);
         assert!(changed.gumbel && changed.gumbel_considered == 8 && changed.gumbel_scale == 0.0);

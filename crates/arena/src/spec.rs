@@ -22,8 +22,9 @@
 //! `SOPTS` overrides the engine's default search (the one `yari play` and `yari uci` use),
 //! to measure a search setting rather than a network: `c_puct=X`, `fpu=X` (first-play
 //! urgency reduction), `reuse=0|1` (keep the subtree of the moves played for the next
-//! search), `mate=N` (plies of the leaf mate search) and `gumbel=N` (Gumbel root search
-//! with sequential halving over N moves and no root noise; 0 is PUCT), e.g.
+//! search), `mate=N` (plies of the leaf mate search), `gumbel=N` (Gumbel root search
+//! with sequential halving over N moves and no root noise; 0 is PUCT) and `pst=X` (softmax
+//! temperature of the network's priors), e.g.
 //! `model[c_puct=2,reuse=0]:net.yari:1600`.
 
 use std::path::PathBuf;
@@ -84,6 +85,8 @@ pub struct SearchOptions {
     pub mate_search_plies: Option<u32>,
     /// Gumbel root search considering this many moves, without root noise (0: PUCT).
     pub gumbel_considered: Option<usize>,
+    /// Softmax temperature of the priors ([`yari_selfplay::SearchConfig::policy_temperature`]).
+    pub policy_temperature: Option<f32>,
 }
 
 impl SearchOptions {
@@ -121,6 +124,7 @@ impl SearchOptions {
                 }
                 "mate" => out.mate_search_plies = Some(value.parse().map_err(|_| bad())?),
                 "gumbel" => out.gumbel_considered = Some(value.parse().map_err(|_| bad())?),
+                "pst" => out.policy_temperature = Some(non_negative(value)?),
                 _ => return Err(bad_option()),
             }
         }
@@ -144,6 +148,9 @@ impl SearchOptions {
         }
         if let Some(x) = self.gumbel_considered {
             parts.push(format!("gumbel={x}"));
+        }
+        if let Some(x) = self.policy_temperature {
+            parts.push(format!("pst={x}"));
         }
         if parts.is_empty() {
             String::new()
@@ -381,9 +388,10 @@ mod tests {
                 options: SearchOptions::default(),
             }
         );
-        let spec =
-            PlayerSpec::parse("model[c_puct=2.5, fpu=0, reuse=0, mate=1, gumbel=8]:n.yari:800")
-                .unwrap();
+        let spec = PlayerSpec::parse(
+            "model[c_puct=2.5, fpu=0, reuse=0, mate=1, gumbel=8, pst=1.5]:n.yari:800",
+        )
+        .unwrap();
         assert_eq!(
             spec,
             PlayerSpec::Model {
@@ -395,12 +403,13 @@ mod tests {
                     reuse_tree: Some(false),
                     mate_search_plies: Some(1),
                     gumbel_considered: Some(8),
+                    policy_temperature: Some(1.5),
                 },
             }
         );
         assert_eq!(
             spec.name(),
-            "model[c_puct=2.5,fpu=0,reuse=0,mate=1,gumbel=8]:n.yari:800"
+            "model[c_puct=2.5,fpu=0,reuse=0,mate=1,gumbel=8,pst=1.5]:n.yari:800"
         );
         assert_eq!(PlayerSpec::parse(&spec.name()).unwrap(), spec);
         let PlayerSpec::Uci(c) = PlayerSpec::parse("uci:node 'my dir/uci.js' -x").unwrap() else {

@@ -80,6 +80,11 @@ pub struct SearchConfig {
     /// (missing one, or walking into one) into certainties the search and its training
     /// targets can use.
     pub mate_search_plies: u32,
+    /// Softmax temperature applied to the network's priors when a node is expanded (each
+    /// prior becomes p^(1/T), renormalised). Above 1 flattens a confident policy so search
+    /// looks at the moves it rates low, where a small net's tactical misses hide; 1 keeps
+    /// the priors as they are.
+    pub policy_temperature: f32,
 }
 
 impl Default for SearchConfig {
@@ -97,6 +102,7 @@ impl Default for SearchConfig {
             ply_cap: 320,
             reuse_tree: true,
             mate_search_plies: 3,
+            policy_temperature: 1.0,
         }
     }
 }
@@ -160,6 +166,12 @@ impl SearchConfig {
             "search.mate_search_plies",
             self.mate_search_plies,
             "must be 0, 1, 3 or 5",
+        )?;
+        check(
+            self.policy_temperature.is_finite() && (0.1..=10.0).contains(&self.policy_temperature),
+            "search.policy_temperature",
+            self.policy_temperature,
+            "must be in [0.1, 10]",
         )?;
         check(
             self.dirichlet_alpha.is_finite() && self.dirichlet_alpha > 0.0,

@@ -516,7 +516,16 @@ impl Search {
         } else {
             0.0
         };
-        let clean = |p: f32| if p.is_finite() && p > 0.0 { p } else { 0.0 };
+        let inverse_t = 1.0 / self.config.policy_temperature;
+        let clean = |p: f32| {
+            if !(p.is_finite() && p > 0.0) {
+                0.0
+            } else if inverse_t == 1.0 {
+                p
+            } else {
+                p.powf(inverse_t)
+            }
+        };
         let sum: f32 = eval.priors.iter().map(|&(_, p)| clean(p)).sum();
         let uniform = 1.0 / eval.priors.len() as f32;
         let first = self.nodes.len();

@@ -523,3 +523,62 @@ fn temperature_samples_in_proportion_to_visits() {
         "temperature 1 should spread over visited moves"
     );
 }
+
+/// Priors rising with the move's index (move i gets weight i + 1), value 0.
+struct Ramp;
+
+impl Evaluator for Ramp {
+    fn evaluate(&self, positions: &[&Position]) -> Vec<Evaluation> {
+        UniformEvaluator
+            .evaluate(positions)
+            .into_iter()
+            .map(|mut e| {
+                let n = e.priors.len() as f32;
+                let total = n * (n + 1.0) / 2.0;
+                for (i, (_, p)) in e.priors.iter_mut().enumerate() {
+                    *p = (i as f32 + 1.0) / total;
+                }
+                e
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn policy_temperature_flattens_the_priors() {
+    let pos = Position::startpos();
+    let root_priors = |t: f32| {
+        let config = SearchConfig {
+            policy_temperature: t,
+            ..SearchConfig::puct()
+        };
+        let mut s = Search::new(pos.clone(), config).unwrap();
+        let r = s
+            .run(&Ramp, &Limits::simulations(4), false, &mut rng())
+            .unwrap();
+        r.moves.iter().map(|m| m.prior).collect::<Vec<_>>()
+    };
+    let plain = root_priors(1.0);
+    let n = plain.len() as f32;
+    assert!(
+        (plain[0] * n * (n + 1.0) / 2.0 - 1.0).abs() < 1e-3,
+        "{plain:?}"
+    );
+    let flat = root_priors(2.0);
+    assert!((flat.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+    // p^(1/2) renormalised: the ratio of the last prior to the first is sqrt(n), not n.
+    let ratio = flat[flat.len() - 1] / flat[0];
+    assert!(
+        (ratio - n.sqrt()).abs() < 1e-2 * n.sqrt(),
+        "{ratio} vs {}",
+        n.sqrt()
+    );
+    let sharp = root_priors(0.5);
+    assert!(sharp[sharp.len() - 1] / sharp[0] > n * n * 0.99);
+    let bad = SearchConfig {
+        policy_temperature: 0.0,
+        ..SearchConfig::puct()
+    };
+    let err = Search::new(pos, bad).err().unwrap();
+    assert!(err.to_string().contains("policy_temperature"), "{err}");
+}
