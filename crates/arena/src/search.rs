@@ -63,9 +63,7 @@ mod imp {
     use rand::SeedableRng;
     use yari_model::eval::NetEvaluator;
     use yari_rules::Move;
-    use yari_selfplay::{search_move, Evaluator, Limits, SearchConfig};
-
-    use yari_selfplay::Search;
+    use yari_selfplay::{search_move, Evaluator, Limits, Search, SearchConfig};
 
     use crate::player::{GameView, Player, PlayerError, PlayerFactory};
     use crate::spec::SearchOptions;

@@ -3,16 +3,23 @@
 
 use yari_arena::{run_match, GameConfig, MatchConfig, PlayerSpec, Reason};
 
+/// Two games played side by side, stopped at `ply_cap`.
+fn two_games(ply_cap: usize) -> MatchConfig {
+    MatchConfig {
+        games: 2,
+        concurrency: 2,
+        game: GameConfig {
+            ply_cap: Some(ply_cap),
+        },
+        ..MatchConfig::default()
+    }
+}
+
 #[test]
 fn uniform_mcts_plays_a_match() {
     let mcts = PlayerSpec::parse("mcts:32").unwrap();
     let random = PlayerSpec::parse("random").unwrap();
-    let config = MatchConfig {
-        games: 2,
-        concurrency: 2,
-        game: GameConfig { ply_cap: Some(80) },
-        ..MatchConfig::default()
-    };
+    let config = two_games(80);
     let r = run_match(&mcts, &random, &config).unwrap();
     assert_eq!(r.wdl.games(), 2);
     for g in &r.games {
@@ -36,12 +43,7 @@ fn checkpoint_player_plays_a_match() {
     let spec = format!("model:{}:8", path.display());
     let model = PlayerSpec::parse(&spec).unwrap();
     let random = PlayerSpec::parse("random").unwrap();
-    let config = MatchConfig {
-        games: 2,
-        concurrency: 2,
-        game: GameConfig { ply_cap: Some(30) },
-        ..MatchConfig::default()
-    };
+    let config = two_games(30);
     let factory = model.factory().unwrap();
     let r = run_match(factory.as_ref(), &random, &config).unwrap();
     assert_eq!(r.wdl.games(), 2);
@@ -82,12 +84,7 @@ fn tree_reusing_player_follows_the_game_and_recovers_from_a_jump() {
 
     // A whole match: every move the reused trees suggest must be legal in the real game.
     let random = PlayerSpec::parse("random").unwrap();
-    let match_config = MatchConfig {
-        games: 2,
-        concurrency: 2,
-        game: GameConfig { ply_cap: Some(40) },
-        ..MatchConfig::default()
-    };
+    let match_config = two_games(40);
     let r = run_match(factory.as_ref(), &random, &match_config).unwrap();
     for g in &r.games {
         assert!(g.reason.is_rules() || g.reason == Reason::PlyCap, "{g:?}");

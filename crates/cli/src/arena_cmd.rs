@@ -1,7 +1,8 @@
 //! `yari arena` and `yari ratings`: matches between any two players, and a run's rating list.
 //!
 //! Player specs (see `yari_arena::spec`): `random`, `alphabeta:N`, `mcts:SIMS`,
-//! `model:FILE:SIMS`, `model[c_puct=X,fpu=X,reuse=0|1,mate=N,gumbel=N]:FILE:SIMS`, `uci:COMMAND`, `uci[nodes=N,movetime=MS,timeout=S,name=X,Opt=V]:COMMAND`,
+//! `model:FILE:SIMS`, `model[c_puct=X,fpu=X,reuse=0|1,mate=N,gumbel=N,pst=X]:FILE:SIMS`, `uci:COMMAND`,
+//! `uci[nodes=N,movetime=MS,timeout=S,name=X,Opt=V]:COMMAND`,
 //! and `fsf[...]` for Fairy-Stockfish's npm build under `.fsf/` (or `$YARI_FSF_JS`).
 
 use std::path::{Path, PathBuf};

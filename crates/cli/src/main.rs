@@ -73,7 +73,7 @@ enum Command {
     /// Draw a run's metrics (losses, Elo per generation) to PNG files under RUN_DIR/plots.
     Plot { run_dir: PathBuf },
     /// Play a match between two players: random, alphabeta:N, mcts:SIMS, model:FILE:SIMS,
-    /// model[c_puct=X,fpu=X,reuse=0|1,mate=N,gumbel=N]:FILE:SIMS, uci:COMMAND,
+    /// model[c_puct=X,fpu=X,reuse=0|1,mate=N,gumbel=N,pst=X]:FILE:SIMS, uci:COMMAND,
     /// uci[nodes=N,movetime=MS]:COMMAND, fsf[nodes=N].
     Arena {
         #[arg(long)]

@@ -245,6 +245,12 @@ impl Checkpoint {
         Self::from_bytes(&bytes)
     }
 
+    /// The serialised weights, without header or metadata: two files hold the same network
+    /// exactly when these are equal, whatever their notes say.
+    pub fn weights(&self) -> &[u8] {
+        &self.weights
+    }
+
     /// Builds the net on `device`, first checking it has the `expected` architecture.
     ///
     /// Pass the caller's own config when the net must slot into something sized for it

@@ -168,7 +168,7 @@ impl SearchConfig {
             "must be 0, 1, 3 or 5",
         )?;
         check(
-            self.policy_temperature.is_finite() && (0.1..=10.0).contains(&self.policy_temperature),
+            (0.1..=10.0).contains(&self.policy_temperature),
             "search.policy_temperature",
             self.policy_temperature,
             "must be in [0.1, 10]",

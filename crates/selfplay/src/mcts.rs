@@ -517,22 +517,22 @@ impl Search {
             0.0
         };
         let inverse_t = 1.0 / self.config.policy_temperature;
-        let clean = |p: f32| {
-            if !(p.is_finite() && p > 0.0) {
-                0.0
-            } else if inverse_t == 1.0 {
-                p
-            } else {
-                p.powf(inverse_t)
-            }
-        };
-        let sum: f32 = eval.priors.iter().map(|&(_, p)| clean(p)).sum();
-        let uniform = 1.0 / eval.priors.len() as f32;
         let first = self.nodes.len();
+        // Tempered weights first, normalised in place: one power per prior.
         self.nodes.extend(eval.priors.iter().map(|&(mv, p)| {
-            let prior = if sum > 0.0 { clean(p) / sum } else { uniform };
-            Node::leaf(mv, prior)
+            let weight = match p.is_finite() && p > 0.0 {
+                false => 0.0,
+                true if inverse_t == 1.0 => p,
+                true => p.powf(inverse_t),
+            };
+            Node::leaf(mv, weight)
         }));
+        let children = &mut self.nodes[first..];
+        let sum: f32 = children.iter().map(|c| c.prior).sum();
+        let uniform = 1.0 / children.len() as f32;
+        for c in children.iter_mut() {
+            c.prior = if sum > 0.0 { c.prior / sum } else { uniform };
+        }
         let node = &mut self.nodes[leaf];
         node.first_child = first as u32;
         node.num_children = eval.priors.len() as u32;
