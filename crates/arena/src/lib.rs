@@ -9,7 +9,7 @@
 //!   adjudicated as a draw, every game appended to a JSON-lines file, optional SPRT stop.
 //!   The arena judges every move: a player's illegal move or failure loses the game.
 //! - [`stats`]: Elo with a 95% interval, likelihood of superiority, fishtest's GSPRT.
-//! - [`gate`]: should a candidate replace the best? Decisions go to a ledger.
+//! - [`gate`](mod@gate): should a candidate replace the best? Decisions go to a ledger.
 //! - [`fit_ratings`]: one Bradley–Terry rating list over a run's games, `random` = 0.
 //!
 //! ```

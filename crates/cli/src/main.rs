@@ -53,8 +53,8 @@ enum Command {
         /// Output directory for the shards (e.g. RUN_DIR/games/extra-1).
         #[arg(long)]
         out: PathBuf,
-        /// Self-play config: a TOML file with the fields of a run config's [selfplay] table,
-        /// or a whole run config (its [selfplay] table is used).
+        /// Self-play config: a TOML file with the fields of a run config's `[selfplay]` table,
+        /// or a whole run config (its `[selfplay]` table is used).
         #[arg(long)]
         config: Option<PathBuf>,
     },
@@ -62,8 +62,8 @@ enum Command {
     Train {
         #[arg(long)]
         run_dir: PathBuf,
-        /// Training config: a TOML file with a run config's [train] fields, or a whole run
-        /// config (its [train] table is used).
+        /// Training config: a TOML file with a run config's `[train]` fields, or a whole run
+        /// config (its `[train]` table is used).
         #[arg(long)]
         config: Option<PathBuf>,
         /// Optimizer steps (default: the config's steps_per_generation).

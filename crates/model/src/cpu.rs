@@ -4,7 +4,7 @@
 //! 2%), and on the 2-core machine burn's flex backend ran the default 4x32 net at 23% of the
 //! matmul peak. A profile showed why: flex convolves image by image (63-row GEMMs), so im2col,
 //! packing and memset took three times as long as the GEMM kernel itself. Here batch norm is
-//! folded into the convolutions once, at load time, and blocks of [`CHUNK`] positions go
+//! folded into the convolutions once, at load time, and blocks of `CHUNK` positions go
 //! through the whole net together, every layer one im2col plus one GEMM, with bias, skip
 //! connection and ReLU applied in one pass over the output. Measured on the 2-core machine
 //! with the default 4x32 net: self-play 161 -> 293-311 positions/s (`yari bench selfplay`),
