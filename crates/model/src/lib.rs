@@ -6,6 +6,28 @@
 //! backend in their device, so there is one code path for all of them, with or without
 //! autodiff. Inference on a CPU device goes through [`CpuNet`] instead, a forward pass of the
 //! same net about twice as fast as burn's CPU backend at self-play's sizes.
+//!
+//! A tiny untrained net on the CPU, saved as a checkpoint, loaded back and asked about the
+//! start position (a real net comes from [`Checkpoint::read`] of a `.yari` file):
+//!
+//! ```
+//! use yari_model::{checkpoint, default_device, Checkpoint, CheckpointMeta, Evaluator};
+//! use yari_model::{NetConfig, NetEvaluator};
+//! use yari_rules::Position;
+//!
+//! let device = default_device();
+//! let config = NetConfig { value_channels: 2, value_hidden: 8, ..NetConfig::new(1, 8) };
+//! let bytes = checkpoint::to_bytes(&config.init(&device), &CheckpointMeta::new(config.clone()))?;
+//! let net = Checkpoint::from_bytes(&bytes)?.into_net(&config, &device)?;
+//!
+//! let evaluator = NetEvaluator::new(net, config, device);
+//! let pos = Position::startpos();
+//! let eval = &evaluator.evaluate(&[&pos])[0];
+//! assert_eq!(eval.priors.len(), pos.legal_moves().len());
+//! assert!((eval.priors.iter().map(|(_, p)| p).sum::<f32>() - 1.0).abs() < 1e-4);
+//! assert!((-1.0..=1.0).contains(&eval.value()));
+//! # Ok::<(), yari_model::CheckpointError>(())
+//! ```
 
 pub mod average;
 pub mod bench;

@@ -15,6 +15,31 @@
 //! assert!(pos.is_legal(r.best_move.unwrap()));
 //! assert!((r.policy.iter().map(|(_, p)| p).sum::<f32>() - 1.0).abs() < 1e-4);
 //! ```
+//!
+//! Two short self-play games, stored as a shard and read back as the trainer reads them:
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use yari_selfplay::{read_shard, run_selfplay, write_shard, RunOptions, SelfplayConfig};
+//! use yari_selfplay::UniformEvaluator;
+//! let config = SelfplayConfig {
+//!     full_simulations: 8,
+//!     cheap_simulations: 4,
+//!     ply_cap: 20,
+//!     ..SelfplayConfig::default()
+//! };
+//! let mut games = Vec::new();
+//! run_selfplay(&UniformEvaluator, &config, 2, RunOptions::default(), |game| {
+//!     games.push(game);
+//!     Ok(())
+//! })?;
+//! let dir = tempfile::tempdir()?;
+//! let shard = dir.path().join("gen-0000.yshard");
+//! write_shard(&shard, &games)?;
+//! assert_eq!(read_shard(&shard)?, games);
+//! assert!(games.iter().all(|g| g.moves.len() <= 20));
+//! # Ok(()) }
+//! ```
 
 pub mod config;
 pub mod mcts;

@@ -13,14 +13,27 @@
 //! a GPU when the model crate is built with a GPU feature (this crate's `wgpu`/`cuda`
 //! features forward to it).
 //!
-//! ```no_run
-//! # fn main() -> Result<(), yari_train::TrainError> {
-//! use yari_train::{TrainConfig, Trainer};
-//! let run = std::path::Path::new("runs/first");
-//! let mut trainer = Trainer::open(run, TrainConfig::default())?; // resumes if state exists
-//! let summary = trainer.train_steps(500, true)?;
-//! trainer.save_checkpoint(&run.join("nets/gen-0001.ckpt"), 1, None)?;
-//! yari_train::plot::plot_run(run)?;
+//! A tiny net trained for three steps on random games in a fresh run directory, then resumed:
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use yari_model::NetConfig;
+//! use yari_train::{random_games, TrainConfig, Trainer};
+//!
+//! let run = tempfile::tempdir()?;
+//! std::fs::create_dir_all(run.path().join("games"))?;
+//! yari_selfplay::write_shard(run.path().join("games/random.yshard"), &random_games(4, 40, 0))?;
+//! let net = NetConfig { value_channels: 2, value_hidden: 8, ..NetConfig::new(1, 8) };
+//! let mut config = TrainConfig { net, batch_size: 16, ..TrainConfig::default() };
+//! config.window.min_positions = 1;
+//!
+//! let mut trainer = Trainer::open(run.path(), config.clone())?;
+//! let summary = trainer.train_steps(3, false)?;
+//! assert!(summary.loss.is_finite());
+//! trainer.save_checkpoint(&run.path().join("models/gen-0001.yari"), 1, None)?;
+//! drop(trainer);
+//! // Opening the same directory again resumes from its saved state.
+//! assert_eq!(Trainer::open(run.path(), config)?.step(), 3);
 //! # Ok(()) }
 //! ```
 
