@@ -17,7 +17,8 @@
 //!
 //! let device = default_device();
 //! let config = NetConfig { value_channels: 2, value_hidden: 8, ..NetConfig::new(1, 8) };
-//! let bytes = checkpoint::to_bytes(&config.init(&device), &CheckpointMeta::new(config.clone()))?;
+//! let meta = CheckpointMeta::new(config.clone());
+//! let bytes = checkpoint::to_bytes(&config.init(&device), &meta)?;
 //! let net = Checkpoint::from_bytes(&bytes)?.into_net(&config, &device)?;
 //!
 //! let evaluator = NetEvaluator::new(net, config, device);
