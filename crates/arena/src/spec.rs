@@ -17,6 +17,9 @@
 //! `name=NAME` (the player's name in records; default: the spec text itself), and any other
 //! `Key=Value` is sent as `setoption name Key value Value` (e.g. `Threads=1,Hash=16`).
 //!
+//! Every number is range-checked when the spec is parsed (depth 1 to 32, simulations 1 to
+//! 10^7, UCI times at most a day), so a typo is refused by name before any game starts.
+//!
 //! Example: `uci[nodes=2000,Hash=16,name=fsf2k]:node --no-experimental-fetch .fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js`.
 //!
 //! `SOPTS` overrides the engine's default search (the one `yari play` and `yari uci` use),
@@ -41,6 +44,35 @@ use crate::uci::{SearchLimit, UciConfig, UciPlayer};
 /// Where `fsf` looks for the npm build's `uci.js` unless `YARI_FSF_JS` says otherwise.
 pub const DEFAULT_FSF_JS: &str = ".fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js";
 
+/// Deepest `alphabeta:N`: the material search doubles its time every ply or so, and depth 6
+/// already takes minutes a move, so anything near this is a typo, not a player.
+pub const MAX_ALPHABETA_DEPTH: u32 = 32;
+/// Most simulations per move of `mcts:`/`model:` (the search's own limit).
+pub const MAX_SIMULATIONS: u32 = 10_000_000;
+/// Longest `timeout=` and `movetime=` of a UCI engine: a day, beyond which `Instant`
+/// arithmetic is not far from overflowing and no match would ever end anyway.
+pub const MAX_UCI_SECONDS: u64 = 86_400;
+
+/// Checks `value` against `range`, naming the option when it is outside.
+fn in_range<T: PartialOrd + std::fmt::Display>(
+    spec: &str,
+    what: &'static str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+    text: &'static str,
+) -> Result<T, SpecError> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(SpecError::OutOfRange {
+            spec: spec.to_string(),
+            what,
+            value: value.to_string(),
+            range: text,
+        })
+    }
+}
+
 /// A spec that could not be understood.
 #[derive(Debug, Error, PartialEq)]
 pub enum SpecError {
@@ -48,6 +80,13 @@ pub enum SpecError {
     Unknown(String),
     #[error("bad number {value:?} in player spec {spec:?}")]
     Number { spec: String, value: String },
+    #[error("{what} = {value} in player spec {spec:?} is out of range: must be {range}")]
+    OutOfRange {
+        spec: String,
+        what: &'static str,
+        value: String,
+        range: &'static str,
+    },
     #[error("bad option {option:?} in player spec {spec:?}: expected key=value")]
     Option { spec: String, option: String },
     #[error("empty engine command in player spec {0:?}")]
@@ -104,17 +143,18 @@ impl SearchOptions {
                 spec: spec.to_string(),
                 value: value.to_string(),
             };
-            let non_negative = |v: &str| -> Result<f32, SpecError> {
+            // The same ranges as `SearchConfig::validate`, so a spec fails here, by name,
+            // rather than when the first game starts.
+            let float = |v: &str, what, range, text| -> Result<f32, SpecError> {
                 let x: f32 = v.parse().map_err(|_| bad())?;
-                if x.is_finite() && x >= 0.0 {
-                    Ok(x)
-                } else {
-                    Err(bad())
+                if !x.is_finite() {
+                    return Err(bad());
                 }
+                in_range(spec, what, x, range, text)
             };
             match key {
-                "c_puct" => out.c_puct = Some(non_negative(value)?),
-                "fpu" => out.fpu_reduction = Some(non_negative(value)?),
+                "c_puct" => out.c_puct = Some(float(value, "c_puct", 1e-6..=1e6, "in (0, 1e6]")?),
+                "fpu" => out.fpu_reduction = Some(float(value, "fpu", 0.0..=2.0, "in [0, 2]")?),
                 "reuse" => {
                     out.reuse_tree = Some(match value {
                         "0" | "false" => false,
@@ -122,9 +162,26 @@ impl SearchOptions {
                         _ => return Err(bad()),
                     })
                 }
-                "mate" => out.mate_search_plies = Some(value.parse().map_err(|_| bad())?),
-                "gumbel" => out.gumbel_considered = Some(value.parse().map_err(|_| bad())?),
-                "pst" => out.policy_temperature = Some(non_negative(value)?),
+                "mate" => {
+                    let plies: u32 = value.parse().map_err(|_| bad())?;
+                    if !matches!(plies, 0 | 1 | 3 | 5) {
+                        return Err(SpecError::OutOfRange {
+                            spec: spec.to_string(),
+                            what: "mate",
+                            value: value.to_string(),
+                            range: "0, 1, 3 or 5",
+                        });
+                    }
+                    out.mate_search_plies = Some(plies);
+                }
+                "gumbel" => {
+                    let n: usize = value.parse().map_err(|_| bad())?;
+                    out.gumbel_considered =
+                        Some(in_range(spec, "gumbel", n, 0..=1024, "in 0..=1024")?);
+                }
+                "pst" => {
+                    out.policy_temperature = Some(float(value, "pst", 0.1..=10.0, "in [0.1, 10]")?)
+                }
                 _ => return Err(bad_option()),
             }
         }
@@ -178,15 +235,31 @@ impl PlayerSpec {
                 seed: number(seed)?,
             });
         }
+        // Checked before narrowing: `as u32` once turned depth 4294967296 into 0 (played as 1).
+        let sims = |value: &str| -> Result<u32, SpecError> {
+            let n = in_range(
+                text,
+                "simulations",
+                number(value)?,
+                1..=u64::from(MAX_SIMULATIONS),
+                "in 1..=10000000",
+            )?;
+            Ok(n as u32)
+        };
         if let Some(depth) = text.strip_prefix("alphabeta:") {
+            let depth = in_range(
+                text,
+                "depth",
+                number(depth)?,
+                1..=u64::from(MAX_ALPHABETA_DEPTH),
+                "in 1..=32",
+            )?;
             return Ok(PlayerSpec::AlphaBeta {
-                depth: number(depth)? as u32,
+                depth: depth as u32,
             });
         }
-        if let Some(sims) = text.strip_prefix("mcts:") {
-            return Ok(PlayerSpec::Mcts {
-                sims: number(sims)? as u32,
-            });
+        if let Some(value) = text.strip_prefix("mcts:") {
+            return Ok(PlayerSpec::Mcts { sims: sims(value)? });
         }
         if let Some(rest) = text.strip_prefix("model") {
             let (options, rest) = if let Some(rest) = rest.strip_prefix(':') {
@@ -199,12 +272,12 @@ impl PlayerSpec {
             } else {
                 return Err(SpecError::Unknown(text.to_string()));
             };
-            let (path, sims) = rest
+            let (path, sims_text) = rest
                 .rsplit_once(':')
                 .ok_or_else(|| SpecError::Unknown(text.to_string()))?;
             return Ok(PlayerSpec::Model {
                 path: PathBuf::from(path),
-                sims: number(sims)? as u32,
+                sims: sims(sims_text)?,
                 options,
             });
         }
@@ -288,14 +361,46 @@ fn uci_spec(spec: &str, argv: Vec<String>, opts: &str) -> Result<UciConfig, Spec
             value: value.to_string(),
         };
         match key {
-            "nodes" => config.limit = SearchLimit::Nodes(value.parse().map_err(|_| bad())?),
-            "movetime" => config.limit = SearchLimit::MoveTime(value.parse().map_err(|_| bad())?),
-            "depth" => config.limit = SearchLimit::Depth(value.parse().map_err(|_| bad())?),
+            "nodes" => {
+                let n = value.parse().map_err(|_| bad())?;
+                config.limit = SearchLimit::Nodes(in_range(
+                    spec,
+                    "nodes",
+                    n,
+                    1..=1_000_000_000_000,
+                    "in 1..=10^12",
+                )?)
+            }
+            "movetime" => {
+                let ms = value.parse().map_err(|_| bad())?;
+                let max = MAX_UCI_SECONDS * 1000;
+                config.limit = SearchLimit::MoveTime(in_range(
+                    spec,
+                    "movetime",
+                    ms,
+                    1..=max,
+                    "in 1..=86400000 (ms)",
+                )?)
+            }
+            "depth" => {
+                let d = value.parse().map_err(|_| bad())?;
+                config.limit =
+                    SearchLimit::Depth(in_range(spec, "depth", d, 1..=1000, "in 1..=1000")?)
+            }
             "timeout" => {
                 let secs: f64 = value.parse().map_err(|_| bad())?;
-                if !(secs.is_finite() && secs > 0.0) {
+                if secs.is_nan() {
                     return Err(bad());
                 }
+                // A float range check before the conversion: `Duration::from_secs_f64` panics
+                // on values it cannot hold (`timeout=1e20`).
+                let secs = in_range(
+                    spec,
+                    "timeout",
+                    secs,
+                    0.001..=MAX_UCI_SECONDS as f64,
+                    "in [0.001, 86400] seconds",
+                )?;
                 config.timeout = Duration::from_secs_f64(secs);
             }
             "name" => config.name = value.to_string(),
@@ -458,5 +563,52 @@ mod tests {
         assert!(PlayerSpec::parse("model[speed=9]:f:10").is_err());
         assert!(PlayerSpec::parse("model[reuse=2]:f:10").is_err());
         assert!(PlayerSpec::parse("model[fpu=1:f:10").is_err());
+    }
+
+    /// Every numeric option is range-checked with a message naming it; none panics or wraps.
+    #[test]
+    fn numbers_out_of_range_are_named() {
+        for (text, what) in [
+            ("alphabeta:4294967296", "depth"),
+            ("alphabeta:0", "depth"),
+            ("alphabeta:33", "depth"),
+            ("mcts:0", "simulations"),
+            ("mcts:4294967297", "simulations"),
+            ("model:f.yari:0", "simulations"),
+            ("model:f.yari:10000001", "simulations"),
+            ("uci[timeout=1e20]:x", "timeout"),
+            ("uci[timeout=inf]:x", "timeout"),
+            ("uci[timeout=0]:x", "timeout"),
+            ("uci[timeout=-1]:x", "timeout"),
+            ("uci[nodes=0]:x", "nodes"),
+            ("uci[movetime=0]:x", "movetime"),
+            ("uci[movetime=18446744073709551615]:x", "movetime"),
+            ("uci[depth=0]:x", "depth"),
+            ("fsf[depth=4294967295]", "depth"),
+            ("model[c_puct=0]:f:10", "c_puct"),
+            ("model[c_puct=1e30]:f:10", "c_puct"),
+            ("model[fpu=3]:f:10", "fpu"),
+            ("model[mate=2]:f:10", "mate"),
+            ("model[gumbel=100000]:f:10", "gumbel"),
+            ("model[pst=0]:f:10", "pst"),
+            ("model[pst=11]:f:10", "pst"),
+        ] {
+            let err = PlayerSpec::parse(text).expect_err(text);
+            assert!(
+                matches!(&err, SpecError::OutOfRange { what: w, .. } if *w == what),
+                "{text}: {err:?}"
+            );
+            assert!(err.to_string().contains(what), "{text}: {err}");
+        }
+        for text in ["uci[timeout=nan]:x", "model[pst=nan]:f:10", "alphabeta:-1"] {
+            assert!(
+                matches!(PlayerSpec::parse(text), Err(SpecError::Number { .. })),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            PlayerSpec::parse("alphabeta:32").unwrap(),
+            PlayerSpec::AlphaBeta { depth: 32 }
+        );
     }
 }

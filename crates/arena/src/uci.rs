@@ -5,7 +5,7 @@
 //! arena, not the engine, judges moves: Fairy-Stockfish silently drops an illegal move list,
 //! so the client only parses `bestmove`, and the game loop checks legality.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -13,6 +13,70 @@ use std::time::{Duration, Instant};
 use yari_rules::Move;
 
 use crate::player::{GameView, Player, PlayerError};
+
+/// Lines the reader thread queues ahead of the client. When the queue is full the thread
+/// stops reading, so the pipe fills and the engine blocks: an engine that floods output
+/// costs a bounded amount of memory (once 1.2 GB in 10 s), not all of it.
+const QUEUE_LINES: usize = 1024;
+/// Longest line kept; the rest of a longer line is read and dropped. Real UCI lines (a long
+/// `info ... pv`) are well under a kilobyte.
+const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Reads `source` line by line on a thread of its own into a bounded queue; the queue closes
+/// when `source` ends or fails, which is how the client learns that the engine died. Bytes
+/// that are not UTF-8 are replaced, not taken as the end of the engine.
+fn spawn_reader(source: impl Read + Send + 'static) -> std::io::Result<Receiver<String>> {
+    let (tx, rx) = mpsc::sync_channel(QUEUE_LINES);
+    std::thread::Builder::new()
+        .name("uci-reader".into())
+        .spawn(move || {
+            let mut reader = BufReader::new(source);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match read_capped_line(&mut reader, &mut buf, MAX_LINE_BYTES) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let text = String::from_utf8_lossy(&buf);
+                let line = text.trim_end_matches(['\n', '\r']).to_string();
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        })?;
+    Ok(rx)
+}
+
+/// Reads one line into `buf`, keeping at most `max` bytes of it and skipping the rest.
+/// Returns the bytes consumed (0 at the end of input).
+fn read_capped_line(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<usize> {
+    let mut consumed = reader.by_ref().take(max as u64).read_until(b'\n', buf)?;
+    if consumed < max || buf.last() == Some(&b'\n') {
+        return Ok(consumed);
+    }
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(consumed);
+        }
+        match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                reader.consume(i + 1);
+                return Ok(consumed + i + 1);
+            }
+            None => {
+                let n = chunk.len();
+                reader.consume(n);
+                consumed += n;
+            }
+        }
+    }
+}
 
 /// How the engine is asked to search each move.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -92,20 +156,8 @@ impl UciEngine {
             })?;
         let stdin = child.stdin.take().expect("stdin was piped");
         let stdout = child.stdout.take().expect("stdout was piped");
-        let (tx, rx) = mpsc::channel();
-        // The reader thread ends when the engine's stdout closes (exit or kill); a closed
-        // channel is how the client learns that the engine died.
-        std::thread::Builder::new()
-            .name("uci-reader".into())
-            .spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            })
-            .map_err(PlayerError::Io)?;
+        // The reader thread ends when the engine's stdout closes (exit or kill).
+        let rx = spawn_reader(stdout).map_err(PlayerError::Io)?;
         let mut engine = UciEngine {
             config,
             child,
@@ -120,9 +172,9 @@ impl UciEngine {
     fn handshake(&mut self) -> Result<(), PlayerError> {
         self.send("uci")?;
         let mut variant_option: Option<String> = None;
-        let timeout = self.config.timeout;
+        let deadline = Instant::now() + self.config.timeout;
         loop {
-            let line = self.read_line("uciok", timeout)?;
+            let line = self.read_line("uciok", deadline)?;
             let line = line.trim();
             if line == "uciok" {
                 break;
@@ -149,9 +201,9 @@ impl UciEngine {
     /// `isready` → `readyok`.
     fn sync(&mut self) -> Result<(), PlayerError> {
         self.send("isready")?;
-        let timeout = self.config.timeout;
+        let deadline = Instant::now() + self.config.timeout;
         loop {
-            if self.read_line("readyok", timeout)?.trim() == "readyok" {
+            if self.read_line("readyok", deadline)?.trim() == "readyok" {
                 return Ok(());
             }
         }
@@ -174,13 +226,21 @@ impl UciEngine {
         }
     }
 
-    fn read_line(&mut self, waiting_for: &str, timeout: Duration) -> Result<String, PlayerError> {
-        match self.lines.recv_timeout(timeout) {
+    /// The next line, if it comes before `deadline`. The deadline is checked before the
+    /// queue: an engine that keeps talking without ever saying what is waited for (a flood
+    /// of `info` lines) must still run out of time.
+    fn read_line(&mut self, waiting_for: &str, deadline: Instant) -> Result<String, PlayerError> {
+        let timed_out = || PlayerError::Timeout {
+            waiting_for: waiting_for.to_string(),
+            after: self.config.timeout,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(timed_out());
+        }
+        match self.lines.recv_timeout(left) {
             Ok(line) => Ok(line),
-            Err(RecvTimeoutError::Timeout) => Err(PlayerError::Timeout {
-                waiting_for: waiting_for.to_string(),
-                after: timeout,
-            }),
+            Err(RecvTimeoutError::Timeout) => Err(timed_out()),
             Err(RecvTimeoutError::Disconnected) => Err(PlayerError::Died {
                 waiting_for: waiting_for.to_string(),
                 status: self.exit_status(),
@@ -221,8 +281,7 @@ impl UciEngine {
         self.send(&go)?;
         let deadline = Instant::now() + self.config.timeout + extra;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self.read_line("bestmove", left)?;
+            let line = self.read_line("bestmove", deadline)?;
             let mut words = line.split_whitespace();
             if words.next() == Some("bestmove") {
                 return match words.next() {
@@ -284,5 +343,61 @@ impl Player for UciPlayer {
             return Err(PlayerError::NoMove(format!("bestmove {text}")));
         }
         Move::parse_uci(&text).ok_or(PlayerError::BadMoveText(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// An endless engine output of `info` lines, counting the bytes taken from it.
+    struct Flood {
+        read: Arc<AtomicUsize>,
+    }
+
+    impl Read for Flood {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            const LINE: &[u8] = b"info depth 1 nodes 1 score cp 0 pv a3a4\n";
+            let n = out.len().min(LINE.len());
+            out[..n].copy_from_slice(&LINE[..n]);
+            self.read.fetch_add(n, Ordering::Relaxed);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_flood_fills_a_bounded_queue_and_then_waits() {
+        let read = Arc::new(AtomicUsize::new(0));
+        let rx = spawn_reader(Flood { read: read.clone() }).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let after_a_while = read.load(Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(300));
+        // Queue full: the reader is blocked, not reading (and buffering) on.
+        assert_eq!(read.load(Ordering::Relaxed), after_a_while);
+        assert!(
+            after_a_while <= QUEUE_LINES * 64 + 64 * 1024,
+            "{after_a_while}"
+        );
+        assert_eq!(rx.try_iter().take(2).count(), 2);
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_bad_bytes_replaced() {
+        let mut input = vec![b'x'; 3 * MAX_LINE_BYTES];
+        input.extend_from_slice(b"\n\xffbestmove a3a4\r\nlast");
+        let rx = spawn_reader(std::io::Cursor::new(input)).unwrap();
+        let lines: Vec<String> = rx.iter().collect();
+        assert_eq!(
+            lines.len(),
+            3,
+            "{:?}",
+            lines.iter().map(String::len).collect::<Vec<_>>()
+        );
+        assert_eq!(lines[0].len(), MAX_LINE_BYTES);
+        assert_eq!(lines[1], "\u{fffd}bestmove a3a4");
+        assert_eq!(lines[2], "last");
     }
 }

@@ -155,6 +155,42 @@ fn hanging_engine_times_out_and_loses() {
     assert!(record.detail.unwrap().contains("timed out"));
 }
 
+/// An engine that talks without end but never answers is cut off at its deadline, just like
+/// a silent one (the queued lines once kept the client reading past it, without bound).
+#[test]
+fn flooding_engine_times_out_and_loses() {
+    let mut config = fake("flood", None);
+    config.timeout = Duration::from_millis(500);
+    let mut engine = UciPlayer::start(config).unwrap();
+    let mut white = Scripted::new(&["d3d4"]);
+    let started = Instant::now();
+    let record = play(&mut white, &mut engine);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(record.reason, Reason::PlayerFailure);
+    assert_eq!(record.winner, Some(Side::White));
+    assert!(record.detail.unwrap().contains("timed out"));
+}
+
+#[test]
+fn flooding_engine_times_out_at_handshake() {
+    let mut config = fake("floodstart", None);
+    config.timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    match UciPlayer::start(config) {
+        Err(PlayerError::Timeout { waiting_for, .. }) => assert_eq!(waiting_for, "uciok"),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn engine_without_the_variant_is_refused() {
     match UciPlayer::start(fake("novariant", None)) {

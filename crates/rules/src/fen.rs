@@ -132,32 +132,33 @@ pub(crate) fn parse(fen: &str) -> Result<Board, FenError> {
         }
     }
 
-    if hand != "-" {
-        let mut counts = [[0usize; 4]; 2];
-        for c in hand.chars() {
-            let role = Role::from_char(c)
-                .filter(|_| c.is_ascii_alphabetic())
-                .ok_or_else(|| FenError::BadHand(hand.to_string()))?;
-            let color = if c.is_ascii_uppercase() {
-                Color::White
-            } else {
-                Color::Black
-            };
-            counts[color.index()][role.index()] += 1;
+    // `-` is only another spelling of an empty hand: the piece counts below must still run,
+    // or a board with more pieces than exist would be accepted and overflow a hand later.
+    let hand = if hand == "-" { "" } else { hand };
+    let mut counts = [[0usize; 4]; 2];
+    for c in hand.chars() {
+        let role = Role::from_char(c)
+            .filter(|_| c.is_ascii_alphabetic())
+            .ok_or_else(|| FenError::BadHand(hand.to_string()))?;
+        let color = if c.is_ascii_uppercase() {
+            Color::White
+        } else {
+            Color::Black
+        };
+        counts[color.index()][role.index()] += 1;
+    }
+    for role in Role::ALL {
+        let max = if role == Role::Pawn { 14 } else { 4 };
+        let on_board = (0..63)
+            .filter_map(|s| board.piece_at(Square::from_index(s)))
+            .filter(|p| p.kind.hand_role() == Some(role))
+            .count();
+        let count = on_board + counts[0][role.index()] + counts[1][role.index()];
+        if count > max {
+            return Err(FenError::TooManyPieces { role, count, max });
         }
-        for role in Role::ALL {
-            let max = if role == Role::Pawn { 14 } else { 4 };
-            let on_board = (0..63)
-                .filter_map(|s| board.piece_at(Square::from_index(s)))
-                .filter(|p| p.kind.hand_role() == Some(role))
-                .count();
-            let count = on_board + counts[0][role.index()] + counts[1][role.index()];
-            if count > max {
-                return Err(FenError::TooManyPieces { role, count, max });
-            }
-            for color in Color::ALL {
-                board.set_hand(color, role, counts[color.index()][role.index()] as u8);
-            }
+        for color in Color::ALL {
+            board.set_hand(color, role, counts[color.index()][role.index()] as u8);
         }
     }
 

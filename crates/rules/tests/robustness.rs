@@ -1,4 +1,7 @@
 //! Arbitrary input never panics: FEN parsing and move parsing return errors instead.
+//!
+//! These are the rules' fuzz targets, run as ordinary tests with a fixed budget;
+//! `YARI_FUZZ_CASES=N` raises the number of cases per target for a longer run.
 
 use proptest::prelude::*;
 use yari_rules::{FenError, Position, START_FEN};
@@ -9,8 +12,86 @@ const SAMPLE_FENS: [&str; 3] = [
     "k1+Bb3/3N3/+Bn2p1B/1n2Pp1/2PP1P1/r3r1p/Np2+r2/PP2RKP/3+p3[PP] w - - 7 67",
 ];
 
+/// Cases per target: `YARI_FUZZ_CASES` when set, else `default`.
+fn cases(default: u32) -> u32 {
+    std::env::var("YARI_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A FEN built from a random placement (any number of any piece, promoted or not) and one of
+/// the hand spellings, so that the parser's counting and placement checks are reached.
+fn placement_fen() -> impl Strategy<Value = String> {
+    let square = prop_oneof![
+        6 => Just(None),
+        1 => proptest::sample::select(&["p", "n", "b", "r", "+p", "+n", "+b", "+r",
+            "P", "N", "B", "R", "+P", "+N", "+B", "+R"][..]).prop_map(Some),
+    ];
+    let hand = prop_oneof![
+        Just(String::new()),
+        Just("[-]".to_string()),
+        Just("[]".to_string()),
+        "\\[[RBNPrbnp]{0,20}\\]",
+    ];
+    (
+        proptest::collection::vec(square, 63),
+        hand,
+        prop_oneof![Just("w"), Just("b")],
+        0u32..300,
+        (0usize..63, 0usize..63),
+    )
+        .prop_map(|(mut squares, hand, side, clock, (k, big_k))| {
+            squares[k] = Some("k");
+            squares[big_k] = Some("K");
+            let mut ranks = Vec::new();
+            for rank in squares.chunks(7) {
+                let mut text = String::new();
+                let mut empty = 0;
+                for sq in rank {
+                    match sq {
+                        None => empty += 1,
+                        Some(p) => {
+                            if empty > 0 {
+                                text.push_str(&empty.to_string());
+                                empty = 0;
+                            }
+                            text.push_str(p);
+                        }
+                    }
+                }
+                if empty > 0 {
+                    text.push_str(&empty.to_string());
+                }
+                ranks.push(text);
+            }
+            format!("{}{hand} {side} - - {clock} 1", ranks.join("/"))
+        })
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(ProptestConfig::with_cases(cases(3000)))]
+
+    /// Whatever parses must print and re-parse to the same position, and every legal move
+    /// (captures into the hand included) must be playable from it, for two plies.
+    #[test]
+    fn random_placements_parse_or_error(fen in placement_fen(), pick in any::<u64>()) {
+        if let Ok(pos) = Position::from_fen(&fen) {
+            let again = Position::from_fen(&pos.fen()).unwrap();
+            prop_assert_eq!(again.fen(), pos.fen());
+            for mv in pos.legal_moves() {
+                let mut next = pos.clone();
+                next.play(mv);
+                let _ = next.outcome();
+                let replies = next.legal_moves();
+                if !replies.is_empty() {
+                    next.play(replies[(pick % replies.len() as u64) as usize]);
+                }
+                let printed = next.fen();
+                prop_assert_eq!(Position::from_fen(&printed).unwrap().fen(), printed);
+            }
+        }
+    }
 
     #[test]
     fn any_text_parses_or_errors(text in "\\PC{0,80}") {
@@ -129,4 +210,44 @@ fn accepted_fen_forms_normalise() {
         pos.fen(),
         "rnnk1b1/7/1pppppp/7/7/7/1PPPPPP/7/RB1K1N1[BNPrbp] w - - 0 1"
     );
+}
+
+/// `[-]` (pyffish's empty hand) once skipped the piece-count check, so 21 rooks were accepted
+/// and a capture then overflowed the hand counter.
+#[test]
+fn dash_hand_is_counted_like_an_empty_hand() {
+    let board = "rrrkrrr/rrrrrrr/7/7/7/7/7/RRRRRRR/3K3";
+    for hand in ["[-]", "[]", ""] {
+        let fen = format!("{board}{hand} w - - 0 1");
+        let err = Position::from_fen(&fen).expect_err(&fen);
+        assert!(
+            matches!(
+                err,
+                FenError::TooManyPieces {
+                    count: 20,
+                    max: 4,
+                    ..
+                }
+            ),
+            "{fen}: {err}"
+        );
+    }
+    let pos = Position::from_fen("rnnkbbr/7/ppppppp/7/7/7/PPPPPPP/7/RBBKNNR[-] w 0 1").unwrap();
+    assert_eq!(pos.fen(), START_FEN);
+}
+
+/// The placement generator is only a fuzz target if a fair share of what it makes parses
+/// (and so reaches move generation and captures into the hand).
+#[test]
+fn placement_generator_reaches_valid_positions() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = placement_fen();
+    let parsed = (0..1000)
+        .filter(|_| {
+            let fen = strategy.new_tree(&mut runner).unwrap().current();
+            Position::from_fen(&fen).is_ok()
+        })
+        .count();
+    assert!(parsed >= 100, "only {parsed} of 1000 generated FENs parse");
 }
