@@ -63,7 +63,10 @@ mod imp {
     use rand::SeedableRng;
     use yari_model::eval::NetEvaluator;
     use yari_rules::Move;
-    use yari_selfplay::{search_move, Evaluator, Limits, Search, SearchConfig};
+    use yari_selfplay::{
+        search_move, Evaluator, GumbelConfig, Limits, PuctConfig, Search, SearchConfig,
+        SearchVariant,
+    };
 
     use crate::player::{GameView, Player, PlayerError, PlayerFactory};
     use crate::spec::SearchOptions;
@@ -77,24 +80,32 @@ mod imp {
         }
     }
 
-    /// `config` with a spec's overrides applied.
+    /// `config` with a spec's overrides applied. `gumbel=N` switches to a noiseless Gumbel
+    /// search over N root actions (0: PUCT); `c_puct` and `fpu` only change a PUCT search.
     pub(crate) fn with_options(config: SearchConfig, options: &SearchOptions) -> SearchConfig {
-        let config = match options.gumbel_considered {
-            Some(0) => SearchConfig {
-                gumbel: false,
-                ..config
-            },
-            Some(n) => SearchConfig {
-                gumbel: true,
-                gumbel_considered: n,
-                gumbel_scale: 0.0,
-                ..config
-            },
-            None => config,
+        let mut variant = match (options.gumbel_considered, config.variant) {
+            (Some(0), SearchVariant::Gumbel(_)) => SearchVariant::Puct(PuctConfig {
+                dirichlet_fraction: 0.0,
+                ..PuctConfig::default()
+            }),
+            (Some(n), SearchVariant::Gumbel(g)) if n > 0 => SearchVariant::Gumbel(GumbelConfig {
+                considered: n,
+                scale: 0.0,
+                ..g
+            }),
+            (Some(n), SearchVariant::Puct(_)) if n > 0 => SearchVariant::Gumbel(GumbelConfig {
+                considered: n,
+                scale: 0.0,
+                ..GumbelConfig::default()
+            }),
+            (_, variant) => variant,
         };
+        if let SearchVariant::Puct(p) = &mut variant {
+            p.c_puct = options.c_puct.unwrap_or(p.c_puct);
+            p.fpu_reduction = options.fpu_reduction.unwrap_or(p.fpu_reduction);
+        }
         SearchConfig {
-            c_puct: options.c_puct.unwrap_or(config.c_puct),
-            fpu_reduction: options.fpu_reduction.unwrap_or(config.fpu_reduction),
+            variant,
             reuse_tree: options.reuse_tree.unwrap_or(config.reuse_tree),
             mate_search_plies: options
                 .mate_search_plies
@@ -232,11 +243,15 @@ mod imp {
 mod tests {
     use super::imp::{arena_search_config, with_options};
     use crate::spec::SearchOptions;
+    use yari_selfplay::{GumbelConfig, PuctConfig, SearchVariant};
 
     #[test]
     fn spec_options_override_only_what_they_name() {
         let base = arena_search_config();
-        assert!(!base.gumbel && !base.reuse_tree && base.dirichlet_fraction == 0.0);
+        let SearchVariant::Puct(base_puct) = base.variant else {
+            panic!("the arena searches with PUCT by default");
+        };
+        assert!(!base.reuse_tree && base_puct.dirichlet_fraction == 0.0);
         assert_eq!(with_options(base.clone(), &SearchOptions::default()), base);
         let options = SearchOptions {
             c_puct: Some(2.0),
@@ -247,15 +262,32 @@ mod tests {
         };
         let changed = with_options(base.clone(), &options);
         assert_eq!(changed.policy_temperature, 1.5);
-        assert_eq!(changed.c_puct, 2.0);
         assert!(changed.reuse_tree);
-        assert!(changed.gumbel && changed.gumbel_considered == 8 && changed.gumbel_scale == 0.0);
-        assert_eq!(changed.fpu_reduction, base.fpu_reduction);
+        assert_eq!(
+            changed.variant,
+            SearchVariant::Gumbel(GumbelConfig {
+                considered: 8,
+                scale: 0.0,
+                ..GumbelConfig::default()
+            })
+        );
         assert_eq!(changed.mate_search_plies, base.mate_search_plies);
-        let puct = SearchOptions {
+        let puct_options = SearchOptions {
+            c_puct: Some(2.0),
+            ..SearchOptions::default()
+        };
+        let puct = with_options(base.clone(), &puct_options);
+        assert_eq!(
+            puct.variant,
+            SearchVariant::Puct(PuctConfig {
+                c_puct: 2.0,
+                ..base_puct
+            })
+        );
+        let back = SearchOptions {
             gumbel_considered: Some(0),
             ..SearchOptions::default()
         };
-        assert!(!with_options(changed, &puct).gumbel);
+        assert_eq!(with_options(changed, &back).variant, base.variant);
     }
 }

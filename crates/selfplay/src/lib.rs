@@ -4,6 +4,7 @@
 //!
 //! - [`search_move`] / [`Search`]: search one position (arena, UCI engine, `yari play`).
 //! - [`run_selfplay`]: play games and hand out [`GameRecord`]s; [`ShardWriter`] stores them.
+//! - [`SearchConfig`]: the shared settings and a [`SearchVariant`], PUCT or Gumbel.
 //! - [`read_shard`] and [`GameRecord::replay_samples`]: the trainer's side.
 //!
 //! ```
@@ -47,7 +48,9 @@ mod noise;
 pub mod pool;
 pub mod record;
 
-pub use config::{ConfigError, SearchConfig, SelfplayConfig};
+pub use config::{
+    ConfigError, GumbelConfig, PuctConfig, SearchConfig, SearchVariant, SelfplayConfig,
+};
 pub use mcts::{
     choose_move, search_move, Limits, MoveStats, Search, SearchError, SearchResult, Step,
 };

@@ -21,7 +21,7 @@ use rand::Rng;
 use thiserror::Error;
 use yari_rules::{Color, Move, Outcome, Position};
 
-use crate::config::{ConfigError, SearchConfig};
+use crate::config::{ConfigError, GumbelConfig, PuctConfig, SearchConfig, SearchVariant};
 use crate::noise;
 use crate::{Evaluation, Evaluator};
 
@@ -295,17 +295,8 @@ impl Search {
             match self.nodes[ROOT].kind {
                 Kind::Terminal | Kind::Won => return Step::Done,
                 Kind::Leaf => {
-                    if let Some(outcome) = self.root_pos.outcome_with_ply_cap(self.config.ply_cap())
-                    {
-                        let root = &mut self.nodes[ROOT];
-                        root.kind = Kind::Terminal;
-                        root.raw_value = outcome_value(&outcome, self.root_pos.side_to_move());
-                        return Step::Done;
-                    }
-                    if self.mate(&self.root_pos).is_some() {
-                        let root = &mut self.nodes[ROOT];
-                        root.kind = Kind::Won;
-                        root.raw_value = 1.0;
+                    if let Some(known) = self.classify_leaf(&self.root_pos) {
+                        self.settle(ROOT, known);
                         return Step::Done;
                     }
                     self.pending = Some(Pending {
@@ -428,33 +419,41 @@ impl Search {
         self.prepared = true;
         let children = self.nodes[ROOT].children();
         let n = children.len();
-        if self.config.gumbel {
-            let scale = self.config.gumbel_scale * self.gumbel_temperature;
-            let noise = (0..n)
-                .map(|_| {
-                    if scale > 0.0 {
-                        scale * noise::gumbel(rng)
-                    } else {
-                        0.0
+        match self.config.variant {
+            SearchVariant::Gumbel(g) => self.prepare_gumbel_root(rng, &g, n),
+            SearchVariant::Puct(p) => {
+                if self.noise && p.dirichlet_fraction > 0.0 && n > 1 {
+                    let eta = noise::dirichlet(rng, p.dirichlet_alpha, n);
+                    let f = p.dirichlet_fraction;
+                    for (c, e) in children.zip(eta) {
+                        let node = &mut self.nodes[c];
+                        node.prior = (1.0 - f) * node.prior + f * e;
                     }
-                })
-                .collect();
-            let considered = self.config.gumbel_considered.min(n);
-            self.gumbel = Some(GumbelRoot {
-                noise,
-                // Very long searches (analysis) run past the plan by the fallback in
-                // `select_gumbel_root` rather than allocate a schedule as long as themselves.
-                schedule: considered_visits(considered, (self.target as usize).min(MAX_SCHEDULE)),
-                visits: vec![0; n],
-            });
-        } else if self.noise && self.config.dirichlet_fraction > 0.0 && n > 1 {
-            let eta = noise::dirichlet(rng, self.config.dirichlet_alpha, n);
-            let f = self.config.dirichlet_fraction;
-            for (c, e) in children.zip(eta) {
-                let node = &mut self.nodes[c];
-                node.prior = (1.0 - f) * node.prior + f * e;
+                }
             }
         }
+    }
+
+    /// Draws the root's Gumbel noise and plans sequential halving over the budget.
+    fn prepare_gumbel_root<R: Rng + ?Sized>(&mut self, rng: &mut R, g: &GumbelConfig, n: usize) {
+        let scale = g.scale * self.gumbel_temperature;
+        let noise = (0..n)
+            .map(|_| {
+                if scale > 0.0 {
+                    scale * noise::gumbel(rng)
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let considered = g.considered.min(n);
+        self.gumbel = Some(GumbelRoot {
+            noise,
+            // Very long searches (analysis) run past the plan by the fallback in
+            // `select_gumbel_root` rather than allocate a schedule as long as themselves.
+            schedule: considered_visits(considered, (self.target as usize).min(MAX_SCHEDULE)),
+            visits: vec![0; n],
+        });
     }
 
     /// Walks from the root to a leaf, playing the moves on a copy of the root position.
@@ -470,27 +469,16 @@ impl Search {
                     return (path, pos, Some(v));
                 }
                 Kind::Leaf => {
-                    if let Some(outcome) = pos.outcome_with_ply_cap(self.config.ply_cap()) {
-                        let n = &mut self.nodes[node];
-                        n.kind = Kind::Terminal;
-                        n.raw_value = outcome_value(&outcome, pos.side_to_move());
-                        return (path, pos, Some(n.raw_value));
-                    }
-                    if self.mate(&pos).is_some() {
-                        let n = &mut self.nodes[node];
-                        n.kind = Kind::Won;
-                        n.raw_value = 1.0;
-                        return (path, pos, Some(1.0));
-                    }
-                    return (path, pos, None);
+                    let value = self
+                        .classify_leaf(&pos)
+                        .map(|known| self.settle(node, known));
+                    return (path, pos, value);
                 }
                 Kind::Expanded => {
-                    let child = if node == ROOT && self.config.gumbel {
-                        self.select_gumbel_root()
-                    } else if self.config.gumbel {
-                        self.select_gumbel_interior(node)
-                    } else {
-                        self.select_puct(node)
+                    let child = match self.config.variant {
+                        SearchVariant::Puct(p) => self.select_puct(node, &p),
+                        SearchVariant::Gumbel(g) if node == ROOT => self.select_gumbel_root(&g),
+                        SearchVariant::Gumbel(g) => self.select_gumbel_interior(node, &g),
                     };
                     pos.play(self.nodes[child].mv);
                     path.push(child as u32);
@@ -498,6 +486,27 @@ impl Search {
                 }
             }
         }
+    }
+
+    /// What an unevaluated position is without the network: terminal (by the rules or the
+    /// ply cap) or won (a forced mate), with its value; `None` when it needs an evaluation.
+    /// One place for the root and the nodes below it, so both end games alike.
+    fn classify_leaf(&self, pos: &Position) -> Option<(Kind, f32)> {
+        if let Some(outcome) = pos.outcome_with_ply_cap(self.config.ply_cap()) {
+            Some((Kind::Terminal, outcome_value(&outcome, pos.side_to_move())))
+        } else if self.mate(pos).is_some() {
+            Some((Kind::Won, 1.0))
+        } else {
+            None
+        }
+    }
+
+    /// Records a [`Search::classify_leaf`] verdict on `node` and returns its value.
+    fn settle(&mut self, node: usize, (kind, value): (Kind, f32)) -> f32 {
+        let n = &mut self.nodes[node];
+        n.kind = kind;
+        n.raw_value = value;
+        value
     }
 
     /// Expands `leaf` with `eval` and returns the value to back up.
@@ -556,9 +565,8 @@ impl Search {
     }
 
     /// PUCT with first-play urgency reduction.
-    fn select_puct(&self, node: usize) -> usize {
+    fn select_puct(&self, node: usize, c: &PuctConfig) -> usize {
         let parent = &self.nodes[node];
-        let c = &self.config;
         let sqrt_n = (parent.visits.max(1) as f32).sqrt();
         let parent_q = parent.value_sum / parent.visits.max(1) as f32;
         let children = parent.children();
@@ -584,7 +592,7 @@ impl Search {
     }
 
     /// σ(completed Q) of `node`'s children into `out` (mctx `qtransform_completed_by_mix_value`).
-    fn sigma_completed_q(&self, node: usize, out: &mut Vec<f32>) {
+    fn sigma_completed_q(&self, node: usize, g: &GumbelConfig, out: &mut Vec<f32>) {
         out.clear();
         let parent = &self.nodes[node];
         let children = &self.nodes[parent.children()];
@@ -612,14 +620,14 @@ impl Search {
             .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &q| {
                 (lo.min(q), hi.max(q))
             });
-        let scale = (self.config.gumbel_c_visit + max_visits as f32) * self.config.gumbel_c_scale;
+        let scale = (g.c_visit + max_visits as f32) * g.c_scale;
         let range = (hi - lo).max(1e-8);
         out.iter_mut().for_each(|q| *q = scale * (*q - lo) / range);
     }
 
     /// The improved policy `softmax(logits + σ(completed Q))` of `node`'s children into `out`.
-    fn improved_policy(&self, node: usize, out: &mut Vec<f32>) {
-        self.sigma_completed_q(node, out);
+    fn improved_policy(&self, node: usize, g: &GumbelConfig, out: &mut Vec<f32>) {
+        self.sigma_completed_q(node, g, out);
         let children = &self.nodes[self.nodes[node].children()];
         for (x, c) in out.iter_mut().zip(children) {
             *x += logit(c.prior);
@@ -628,9 +636,9 @@ impl Search {
     }
 
     /// Below the root: the child whose improved-policy share most exceeds its visit share.
-    fn select_gumbel_interior(&mut self, node: usize) -> usize {
+    fn select_gumbel_interior(&mut self, node: usize, g: &GumbelConfig) -> usize {
         let mut pi = std::mem::take(&mut self.scratch);
-        self.improved_policy(node, &mut pi);
+        self.improved_policy(node, g, &mut pi);
         let parent = &self.nodes[node];
         let children = parent.children();
         let total: u32 = self.nodes[children.clone()].iter().map(|c| c.visits).sum();
@@ -650,10 +658,10 @@ impl Search {
 
     /// Root scores `gumbel + logits + σ(q)` with only the children whose visits in this
     /// search equal `considered` eligible (mctx `score_considered`).
-    fn gumbel_root_argmax(&self, considered: u32) -> usize {
+    fn gumbel_root_argmax(&self, config: &GumbelConfig, considered: u32) -> usize {
         let g = self.gumbel.as_ref().expect("gumbel root prepared");
         let mut sigma = Vec::new();
-        self.sigma_completed_q(ROOT, &mut sigma);
+        self.sigma_completed_q(ROOT, config, &mut sigma);
         let children = self.nodes[ROOT].children();
         // No eligible child only happens when a search was stopped mid-plan; then all count.
         let any_eligible = g.visits.contains(&considered);
@@ -672,7 +680,7 @@ impl Search {
         best
     }
 
-    fn select_gumbel_root(&mut self) -> usize {
+    fn select_gumbel_root(&mut self, config: &GumbelConfig) -> usize {
         let g = self.gumbel.as_ref().expect("gumbel root prepared");
         let considered = g
             .schedule
@@ -680,7 +688,7 @@ impl Search {
             .copied()
             // Past the planned budget (a search resumed beyond it): keep refining the leaders.
             .unwrap_or_else(|| g.visits.iter().copied().max().unwrap_or(0));
-        self.gumbel_root_argmax(considered)
+        self.gumbel_root_argmax(config, considered)
     }
 
     fn best_child(&self) -> Option<usize> {
@@ -688,11 +696,14 @@ impl Search {
         if root.kind != Kind::Expanded || root.num_children == 0 {
             return None;
         }
-        if let Some(g) = &self.gumbel {
-            let considered = g.visits.iter().copied().max().unwrap_or(0);
-            return Some(self.gumbel_root_argmax(considered));
+        match (&self.config.variant, &self.gumbel) {
+            (SearchVariant::Gumbel(config), Some(g)) => {
+                let considered = g.visits.iter().copied().max().unwrap_or(0);
+                Some(self.gumbel_root_argmax(config, considered))
+            }
+            // PUCT, or a Gumbel root inherited from a reused tree and not yet searched.
+            _ => Some(self.most_visited(ROOT)),
         }
-        Some(self.most_visited(ROOT))
     }
 
     /// Most visited child; ties go to the better Q, then the higher prior.
@@ -788,9 +799,9 @@ impl Search {
             .collect();
         let policy = if root.kind != Kind::Expanded {
             Vec::new()
-        } else if self.config.gumbel {
+        } else if let SearchVariant::Gumbel(g) = &self.config.variant {
             let mut pi = Vec::new();
-            self.improved_policy(ROOT, &mut pi);
+            self.improved_policy(ROOT, g, &mut pi);
             moves.iter().zip(pi).map(|(m, p)| (m.mv, p)).collect()
         } else {
             let total: u32 = moves.iter().map(|m| m.visits).sum();
@@ -834,12 +845,12 @@ impl Search {
 /// recommended: their root noise already made the choice random.
 pub fn choose_move<R: Rng + ?Sized>(
     result: &SearchResult,
-    gumbel: bool,
+    variant: &SearchVariant,
     temperature: f32,
     rng: &mut R,
 ) -> Option<Move> {
     let best = result.best_move?;
-    if gumbel || temperature <= 0.0 {
+    if variant.is_gumbel() || temperature <= 0.0 {
         return Some(best);
     }
     let max_visits = result.moves.iter().map(|m| m.visits).max().unwrap_or(0);
@@ -926,13 +937,49 @@ pub(crate) fn uniform_evaluation(pos: &Position) -> Evaluation {
 mod tests {
     use super::*;
 
+    /// The expected sequences are the vectors of mctx's own `seq_halving_test.py`
+    /// (`get_sequence_of_considered_visits(max_num_considered_actions, num_simulations)`),
+    /// including the budgets below and above `m * log2(m)` and the non-power-of-two `m`.
     #[test]
-    fn schedule_matches_mctx_examples() {
-        // m = 4, n = 8: two phases, 8 / (2 * 4) = 1 visit each, then 8 / (2 * 2) = 2.
-        assert_eq!(considered_visits(4, 8), vec![0, 0, 0, 0, 1, 1, 2, 2]);
-        assert_eq!(considered_visits(1, 3), vec![0, 1, 2]);
-        for (m, n) in [(16, 64), (16, 16), (16, 5), (8, 200), (3, 7), (2, 1)] {
-            assert_eq!(considered_visits(m, n).len(), n);
+    fn schedule_matches_mctx_test_vectors() {
+        let cases: [(usize, usize, &[u32]); 5] = [
+            // test_considered_min_sims: exactly m * log2(m) simulations.
+            (
+                8,
+                24,
+                &[
+                    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6,
+                ],
+            ),
+            // test_considered_extra_sims: more than m * log2(m).
+            (
+                8,
+                47,
+                &[
+                    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 5, 5, 6, 6,
+                    7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17,
+                ],
+            ),
+            // test_considered_less_sims: a very small budget.
+            (8, 2, &[0, 0]),
+            // test_considered_less_sims2: fewer than m * log2(m).
+            (8, 13, &[0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2]),
+            // test_considered_not_power_of_2: m = 7.
+            (
+                7,
+                24,
+                &[
+                    0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8,
+                ],
+            ),
+        ];
+        for (m, n, expected) in cases {
+            assert_eq!(considered_visits(m, n), expected, "m = {m}, n = {n}");
+        }
+        // test_considered_action0 / action1: with at most one action, every simulation
+        // visits it once more.
+        for m in [0, 1] {
+            assert_eq!(considered_visits(m, 16), (0..16).collect::<Vec<u32>>());
         }
     }
 }

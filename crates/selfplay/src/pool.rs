@@ -319,7 +319,7 @@ impl Game {
                 }
             }
             let temperature = config.temperature(ply);
-            let mv = choose_move(&result, config.search.gumbel, temperature, &mut self.rng)
+            let mv = choose_move(&result, &config.search.variant, temperature, &mut self.rng)
                 .expect("a live root has a legal move");
             self.moves.push(mv.to_u16());
             self.search.advance(mv)?;

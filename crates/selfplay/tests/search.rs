@@ -7,7 +7,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use yari_rules::{Move, Position};
 use yari_selfplay::{
-    search_move, Evaluation, Evaluator, Limits, Search, SearchConfig, UniformEvaluator,
+    search_move, Evaluation, Evaluator, GumbelConfig, Limits, PuctConfig, Search, SearchConfig,
+    SearchError, SearchVariant, UniformEvaluator,
 };
 
 /// White to move: Black's general is alone on a9, a White gold on b7 guards a8 and b8, and
@@ -24,10 +25,16 @@ fn rng() -> ChaCha8Rng {
 }
 
 fn gumbel_wide() -> SearchConfig {
+    SearchConfig::gumbel_deterministic(1024)
+}
+
+/// The default (Gumbel) search with `considered` root actions.
+fn gumbel_considering(considered: usize) -> SearchConfig {
     SearchConfig {
-        gumbel: true,
-        gumbel_considered: 1024,
-        gumbel_scale: 0.0,
+        variant: SearchVariant::Gumbel(GumbelConfig {
+            considered,
+            ..GumbelConfig::default()
+        }),
         ..SearchConfig::default()
     }
 }
@@ -223,10 +230,7 @@ fn mate_check_survives_tree_reuse() {
 #[test]
 fn gumbel_temperature_scales_the_root_noise() {
     let pos = Position::startpos();
-    let config = SearchConfig {
-        gumbel_considered: 4,
-        ..SearchConfig::default()
-    };
+    let config = gumbel_considering(4);
     let best = |t: f32, seed: u64| {
         let mut search = Search::new(pos.clone(), config.clone()).unwrap();
         search.set_gumbel_temperature(t);
@@ -311,10 +315,7 @@ fn gumbel_sequential_halving_spends_exactly_the_budget() {
     let pos = Position::startpos();
     for considered in [1, 2, 4, 16, 64] {
         for sims in [1, 2, 5, 16, 17, 64, 100, 257] {
-            let config = SearchConfig {
-                gumbel_considered: considered,
-                ..SearchConfig::default()
-            };
+            let config = gumbel_considering(considered);
             let counter = Counting(AtomicUsize::new(0));
             let mut search = Search::new(pos.clone(), config).unwrap();
             let r = search
@@ -416,7 +417,19 @@ fn tree_reuse_keeps_the_played_subtree() {
     let r2 = search.result();
     let inherited: u32 = r2.moves.iter().map(|m| m.visits).sum();
     assert_eq!(inherited + 1, kept, "the new root's visits are the child's");
-    assert!(search.advance(best).is_err() || search.root().plies_played() == 2);
+    // `best` was a board move of the side that just moved: its origin square is empty now,
+    // so playing it again is refused and leaves the root and its inherited tree alone.
+    assert!(
+        matches!(search.advance(best), Err(SearchError::IllegalMove { .. })),
+        "replaying {best} must be refused"
+    );
+    assert_eq!(search.root().plies_played(), 1);
+    let again: u32 = search.result().moves.iter().map(|m| m.visits).sum();
+    assert_eq!(again, inherited, "a refused move keeps the tree");
+    // A legal reply is played and keeps its own subtree.
+    let reply = search.result().best_move.unwrap();
+    search.advance(reply).unwrap();
+    assert_eq!(search.root().plies_played(), 2);
 
     let mut fresh = Search::new(
         Position::startpos(),
@@ -449,11 +462,17 @@ fn illegal_advance_is_an_error() {
 #[test]
 fn invalid_config_is_rejected() {
     let config = SearchConfig {
-        c_puct: -1.0,
+        variant: SearchVariant::Puct(PuctConfig {
+            c_puct: -1.0,
+            ..PuctConfig::default()
+        }),
         ..SearchConfig::default()
     };
     let err = Search::new(Position::startpos(), config).err().unwrap();
     assert!(err.to_string().contains("c_puct"), "{err}");
+    let config = gumbel_considering(0);
+    let err = Search::new(Position::startpos(), config).err().unwrap();
+    assert!(err.to_string().contains("gumbel_considered"), "{err}");
 }
 
 #[test]
@@ -461,8 +480,10 @@ fn root_noise_only_when_asked_and_only_for_puct() {
     let pos = Position::startpos();
     let uniform = 1.0 / pos.legal_moves().len() as f32;
     let config = SearchConfig {
-        gumbel: false,
-        dirichlet_fraction: 0.25,
+        variant: SearchVariant::Puct(PuctConfig {
+            dirichlet_fraction: 0.25,
+            ..PuctConfig::default()
+        }),
         ..SearchConfig::default()
     };
     let priors = |config: &SearchConfig, noise: bool| {
@@ -484,7 +505,7 @@ fn root_noise_only_when_asked_and_only_for_puct() {
         .iter()
         .all(|p| (p - uniform).abs() < 1e-6));
     let gumbel = SearchConfig {
-        gumbel: true,
+        variant: SearchVariant::Gumbel(GumbelConfig::default()),
         ..config
     };
     assert!(priors(&gumbel, true)
@@ -508,13 +529,14 @@ fn temperature_samples_in_proportion_to_visits() {
     let mut rng = rng();
     for _ in 0..20 {
         assert_eq!(
-            yari_selfplay::choose_move(&r, false, 0.0, &mut rng),
+            yari_selfplay::choose_move(&r, &SearchConfig::puct().variant, 0.0, &mut rng),
             Some(best)
         );
     }
     let mut distinct = std::collections::HashSet::new();
     for _ in 0..200 {
-        let mv = yari_selfplay::choose_move(&r, false, 1.0, &mut rng).unwrap();
+        let mv =
+            yari_selfplay::choose_move(&r, &SearchConfig::puct().variant, 1.0, &mut rng).unwrap();
         assert!(r.moves.iter().any(|m| m.mv == mv && m.visits > 0));
         distinct.insert(mv);
     }

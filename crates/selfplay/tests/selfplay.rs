@@ -4,7 +4,8 @@ use yari_rules::Move;
 use yari_selfplay::record::{decode_shard, encode_shard};
 use yari_selfplay::{
     list_shards, read_shard, run_selfplay, write_shard, GameEnd, GameRecord, GameResult,
-    RecordError, RunOptions, SearchConfig, SelfplayConfig, ShardWriter, UniformEvaluator,
+    GumbelConfig, PuctConfig, RecordError, RunOptions, SearchConfig, SearchVariant, SelfplayConfig,
+    ShardWriter, UniformEvaluator,
 };
 
 /// Small and quick: short games, few simulations.
@@ -57,7 +58,7 @@ fn same_seed_same_games_whatever_the_threads() {
     // Gumbel noise and PUCT sampling both depend on the seed.
     let puct = SelfplayConfig {
         search: SearchConfig {
-            gumbel: false,
+            variant: SearchVariant::Puct(PuctConfig::default()),
             ..SearchConfig::default()
         },
         ..quick(11)
@@ -67,9 +68,12 @@ fn same_seed_same_games_whatever_the_threads() {
 
 #[test]
 fn games_are_complete_and_replayable() {
-    for gumbel in [true, false] {
+    for variant in [
+        SearchVariant::Gumbel(GumbelConfig::default()),
+        SearchVariant::Puct(PuctConfig::default()),
+    ] {
         let mut config = quick(3);
-        config.search.gumbel = gumbel;
+        config.search.variant = variant;
         for g in play(&config, 6) {
             g.validate().unwrap();
             assert!(g.moves.len() <= 60);
@@ -327,8 +331,13 @@ fn config_validation_and_toml() {
     .unwrap();
     assert_eq!(parsed.full_simulations, 200);
     assert_eq!(parsed.seed, 5);
-    assert!(!parsed.search.gumbel);
-    assert_eq!(parsed.search.c_puct, 2.0);
+    assert_eq!(
+        parsed.search.variant,
+        SearchVariant::Puct(PuctConfig {
+            c_puct: 2.0,
+            ..PuctConfig::default()
+        })
+    );
     assert_eq!(
         parsed.cheap_simulations,
         SelfplayConfig::default().cheap_simulations
@@ -400,4 +409,52 @@ fn handicap_games_start_short_of_pieces_and_replay() {
     assert!(play(&quick(5), 6)
         .iter()
         .all(|g| g.start_fen == start.fen()));
+}
+
+/// The search variant in TOML: the flat fields of every config file in the repository keep
+/// loading, `gumbel` picks the variant, the other variant's fields are accepted and ignored,
+/// and a config written back reads as the same config.
+#[test]
+fn search_variant_toml_shapes() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    for file in ["default.toml", "smoke.toml", "gpu.toml"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        let section = table.get("selfplay").cloned().unwrap();
+        let config: SelfplayConfig = section.try_into().unwrap_or_else(|e| panic!("{file}: {e}"));
+        config.validate().unwrap();
+        assert!(config.search.variant.is_gumbel(), "{file}");
+        let back: SelfplayConfig = toml::Value::try_from(&config).unwrap().try_into().unwrap();
+        assert_eq!(back, config, "{file} round trip");
+    }
+    let both = "[search]\ngumbel = true\ngumbel_considered = 8\nc_puct = 3.0\n";
+    let config: SelfplayConfig = toml::from_str(both).unwrap();
+    assert_eq!(
+        config.search.variant,
+        SearchVariant::Gumbel(GumbelConfig {
+            considered: 8,
+            ..GumbelConfig::default()
+        })
+    );
+    let text = toml::to_string(&config).unwrap();
+    assert!(
+        !text.contains("c_puct"),
+        "only the active variant is written:\n{text}"
+    );
+    let puct: SelfplayConfig =
+        toml::from_str("[search]\ngumbel = false\ngumbel_considered = 8\nfpu_reduction = 0.5\n")
+            .unwrap();
+    assert_eq!(
+        puct.search.variant,
+        SearchVariant::Puct(PuctConfig {
+            fpu_reduction: 0.5,
+            ..PuctConfig::default()
+        })
+    );
+    let default: SelfplayConfig = toml::from_str("").unwrap();
+    assert_eq!(default.search, SearchConfig::default());
+    let err = toml::from_str::<SelfplayConfig>("[search]\ngumble = true\n").unwrap_err();
+    assert!(err.to_string().contains("gumble"), "{err}");
+    let err = toml::from_str::<SelfplayConfig>("[search]\ngumbel = 1\n").unwrap_err();
+    assert!(err.to_string().contains("gumbel"), "{err}");
 }
