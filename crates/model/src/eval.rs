@@ -121,6 +121,11 @@ impl NetEvaluator {
         self.cpu.is_some()
     }
 
+    /// The arithmetic of the [`CpuNet`] forward pass, if evaluations use it.
+    pub fn cpu_path(&self) -> Option<crate::cpu::CpuPath> {
+        self.cpu.as_ref().map(CpuNet::path)
+    }
+
     /// Loads a checkpoint of any architecture onto `device`.
     pub fn from_checkpoint(
         path: impl AsRef<Path>,
