@@ -108,6 +108,7 @@ impl ConvBf16 {
     /// # Safety
     ///
     /// The CPU must support `avx512f` and `avx512bf16`.
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bf16")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn forward(
@@ -199,6 +200,22 @@ impl ConvBf16 {
             }
         }
     }
+
+    /// Never called off x86_64: [`super::CpuPath::bf16_supported`] is false there.
+    #[cfg(not(target_arch = "x86_64"))]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn forward(
+        &self,
+        _n: usize,
+        _input: &[u16],
+        _cs_in: usize,
+        _skip: bool,
+        _out_f32: Option<&mut [f32]>,
+        _out_bf16: Option<&mut [u16]>,
+        _relu: bool,
+    ) {
+        unreachable!("the bf16 path exists only on x86_64")
+    }
 }
 
 /// GFLOP/s of `vdpbf16ps` alone on one thread: 24 independent accumulators in registers, no
@@ -227,6 +244,7 @@ pub fn dpbf16_peak_gflops(min_time: std::time::Duration) -> Option<f64> {
 /// # Safety
 ///
 /// The CPU must support `avx512f` and `avx512bf16`.
+#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bf16")]
 unsafe fn dpbf16_loop(iters: u64) -> f32 {
     use core::arch::x86_64::*;
@@ -245,4 +263,9 @@ unsafe fn dpbf16_loop(iters: u64) -> f32 {
         s = _mm512_add_ps(s, v);
     }
     _mm512_reduce_add_ps(s)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn dpbf16_loop(_iters: u64) -> f32 {
+    unreachable!("the bf16 path exists only on x86_64")
 }
