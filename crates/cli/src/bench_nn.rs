@@ -76,6 +76,8 @@ pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Resul
             "peak_gflops": peak,
             "f32_peak_gflops_per_thread": report["f32_peak_gflops_per_thread"],
             "bf16_peak_gflops_per_thread": peaks.bf16_thread_gflops,
+            "f32_fma_peak_gflops_per_thread": peaks.fma_thread_gflops,
+            "cpu_fraction_of_f32_fma_peak": report["fraction_of_f32_fma_peak"],
             "batch": headline.batch,
             "device": format!("{device:?}"),
             "net": config,
@@ -117,6 +119,9 @@ pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Resul
             peaks.threads,
             peaks.f32_thread_gflops()
         );
+        if let Some(p) = peaks.fma_thread_gflops {
+            println!("f32 FMA peak (registers only, one thread): {p:.1} GFLOP/s");
+        }
         if let Some(p) = peaks.bf16_thread_gflops {
             println!("bf16 vdpbf16ps peak (registers only, one thread): {p:.1} GFLOP/s");
         }

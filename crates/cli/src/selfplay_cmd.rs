@@ -110,6 +110,8 @@ pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Resul
             "peak_gflops": peaks.matmul_gflops,
             "f32_peak_gflops_per_thread": report["f32_peak_gflops_per_thread"],
             "bf16_peak_gflops_per_thread": peaks.bf16_thread_gflops,
+            "f32_fma_peak_gflops_per_thread": peaks.fma_thread_gflops,
+            "fraction_of_f32_fma_peak": report["fraction_of_f32_fma_peak"],
             "fraction_of_f32_peak": report["fraction_of_f32_peak"],
             "fraction_of_bf16_peak": report["fraction_of_bf16_peak"],
             "fraction_of_path_peak": report["fraction_of_path_peak"],

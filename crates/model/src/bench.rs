@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 
-pub use crate::cpu::dpbf16_peak_gflops;
+pub use crate::cpu::{dpbf16_peak_gflops, fma_f32_peak_gflops};
 use crate::cpu::{CpuNet, CpuPath};
 use crate::net::{Net, NetConfig};
 
@@ -131,6 +131,10 @@ pub struct Peaks {
     pub threads: usize,
     /// bf16 on one thread: `vdpbf16ps` with operands in registers; `None` without AVX-512 BF16.
     pub bf16_thread_gflops: Option<f64>,
+    /// f32 on one thread: AVX-512 FMAs with operands in registers, the instruction peak
+    /// (`None` without AVX-512). Short timed runs keep it clean on a loaded machine, where the
+    /// matmul figure is not.
+    pub fma_thread_gflops: Option<f64>,
 }
 
 impl Peaks {
@@ -140,6 +144,7 @@ impl Peaks {
             matmul_gflops: matmul_peak_gflops(device, 2048, min_time),
             threads: burn_threads(),
             bf16_thread_gflops: dpbf16_peak_gflops(min_time),
+            fma_thread_gflops: fma_f32_peak_gflops(min_time),
         }
     }
 
@@ -166,6 +171,8 @@ impl Peaks {
             "peak_gflops": self.matmul_gflops,
             "f32_peak_gflops_per_thread": self.f32_thread_gflops(),
             "bf16_peak_gflops_per_thread": self.bf16_thread_gflops,
+            "f32_fma_peak_gflops_per_thread": self.fma_thread_gflops,
+            "fraction_of_f32_fma_peak": self.fma_thread_gflops.map(|p| gflops / (t * p)),
             "fraction_of_f32_peak": gflops / (t * self.f32_thread_gflops()),
             "fraction_of_bf16_peak": self.bf16_thread_gflops.map(|p| gflops / (t * p)),
             "fraction_of_path_peak": gflops / (t * self.thread_peak(path)),

@@ -28,7 +28,7 @@ use crate::net::{Net, NetConfig, SQUARES};
 
 mod bf16;
 
-pub use bf16::dpbf16_peak_gflops;
+pub use bf16::{dpbf16_peak_gflops, fma_f32_peak_gflops};
 use bf16::{ConvBf16, PSQ};
 
 /// The arithmetic a [`CpuNet`] runs.

@@ -100,6 +100,10 @@ pub struct TrainBench {
     pub fraction_of_f32_peak: f64,
     /// Threads of the backend's pool.
     pub threads: usize,
+    /// One thread's AVX-512 FMA instruction peak (clean even on a loaded machine, unlike the
+    /// matmul), and the fraction of `threads` times it that `gflops` is.
+    pub f32_fma_peak_gflops_per_thread: Option<f64>,
+    pub fraction_of_f32_fma_peak: Option<f64>,
 }
 
 /// Times training steps of `config`'s net and batch size on the training device, on batches
@@ -136,6 +140,7 @@ pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBenc
         Duration::from_secs(2),
     );
     let threads = rayon::current_num_threads();
+    let fma = yari_model::bench::fma_f32_peak_gflops(Duration::from_secs(1));
     Ok(TrainBench {
         net: config.net,
         batch_size: config.batch_size,
@@ -148,5 +153,7 @@ pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBenc
         peak_gflops: machine_peak / threads as f64,
         fraction_of_f32_peak: gflops / machine_peak,
         threads,
+        f32_fma_peak_gflops_per_thread: fma,
+        fraction_of_f32_fma_peak: fma.map(|p| gflops / (threads as f64 * p)),
     })
 }
