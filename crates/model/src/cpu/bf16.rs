@@ -129,7 +129,7 @@ impl ConvBf16 {
     ) {
         use core::arch::x86_64::*;
         let cp = self.cout_pad;
-        assert!(cs_in % 2 == 0 && cs_in >= 2 * self.pairs);
+        assert!(cs_in.is_multiple_of(2) && cs_in >= 2 * self.pairs);
         assert!(input.len() >= n * PSQ * cs_in);
         // Every tap of every output square stays on the padded board: dy <= 2, dx + 6 <= 8.
         assert!(self.taps.iter().all(|&(dy, dx)| dy <= 2 && dx <= 2));
