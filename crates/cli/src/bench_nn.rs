@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use yari_model::bench::{bench_cpu_forward, bench_forward, matmul_peak_gflops, ForwardBench};
+use yari_model::bench::{bench_cpu_forward, bench_forward, ForwardBench, Peaks};
+use yari_model::cpu::CpuPath;
 use yari_model::{default_device, CpuNet, NetConfig};
 
 /// Prints positions/s of the `config` net at batch 1, 64 and 256 (or only `batch`), through
@@ -11,47 +12,72 @@ use yari_model::{default_device, CpuNet, NetConfig};
 ///
 /// With `json`, prints one JSON object: `positions_per_s` and `gflops` (burn, at batch 256, or
 /// at `batch` when given), `cpu_positions_per_s` and `cpu_gflops` (the same for [`CpuNet`]),
-/// and `peak_gflops`, plus the per-batch details.
+/// and `peak_gflops`, plus the per-batch details. `cpu_path` is the arithmetic [`CpuNet`] ran
+/// (`YARI_CPU_PATH` overrides the detection); when it is not f32, `cpu_f32_*` are the same
+/// figures on the f32 fallback for comparison. `bf16_peak_gflops` and the `fraction_of_*`
+/// fields relate each GFLOP/s to the one-thread peak of its arithmetic.
 pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Result<()> {
     let device = default_device();
     let net = config.init(&device);
     let cpu = CpuNet::from_net(&net, &config)?;
+    let path = cpu.path();
+    let cpu_f32 = match path {
+        CpuPath::F32 => None,
+        _ => Some(CpuNet::from_net_with_path(&net, &config, CpuPath::F32)?),
+    };
     let batches = match batch {
         Some(0) => anyhow::bail!("--batch must be at least 1"),
         Some(b) => vec![b],
         None => vec![1, 64, 256],
     };
     let min_time = Duration::from_secs(2);
-    let results: Vec<(ForwardBench, ForwardBench)> = batches
+    let results: Vec<(ForwardBench, ForwardBench, Option<ForwardBench>)> = batches
         .iter()
         .map(|&b| {
             (
                 bench_forward(&net, &config, &device, b, min_time),
                 bench_cpu_forward(&cpu, b, min_time),
+                cpu_f32.as_ref().map(|f| bench_cpu_forward(f, b, min_time)),
             )
         })
         .collect();
-    let peak = matmul_peak_gflops(&device, 2048, min_time);
-    let (headline, cpu_headline) = results.last().expect("at least one batch");
+    let peaks = Peaks::measure(&device, min_time);
+    let peak = peaks.matmul_gflops;
+    let (headline, cpu_headline, f32_headline) = results.last().expect("at least one batch");
     if json {
         let per_batch: Vec<_> = results
             .iter()
-            .map(|(r, c)| {
+            .map(|(r, c, f)| {
                 serde_json::json!({
                     "batch": r.batch,
                     "positions_per_s": r.positions_per_s,
                     "gflops": r.gflops,
                     "cpu_positions_per_s": c.positions_per_s,
                     "cpu_gflops": c.gflops,
+                    "cpu_fraction_of_path_peak": c.gflops / peaks.thread_peak(path),
+                    "cpu_f32_positions_per_s": f.map(|f| f.positions_per_s),
+                    "cpu_f32_gflops": f.map(|f| f.gflops),
                 })
             })
             .collect();
+        let report = peaks.report(cpu_headline.gflops, 1, path);
         let out = serde_json::json!({
             "positions_per_s": headline.positions_per_s,
             "gflops": headline.gflops,
+            "fraction_of_f32_peak": headline.gflops / peak,
+            "cpu_path": path,
             "cpu_positions_per_s": cpu_headline.positions_per_s,
             "cpu_gflops": cpu_headline.gflops,
+            "cpu_fraction_of_f32_peak": report["fraction_of_f32_peak"],
+            "cpu_fraction_of_bf16_peak": report["fraction_of_bf16_peak"],
+            "cpu_fraction_of_path_peak": report["fraction_of_path_peak"],
+            "cpu_f32_positions_per_s": f32_headline.map(|f| f.positions_per_s),
+            "cpu_f32_gflops": f32_headline.map(|f| f.gflops),
             "peak_gflops": peak,
+            "f32_peak_gflops_per_thread": report["f32_peak_gflops_per_thread"],
+            "bf16_peak_gflops_per_thread": peaks.bf16_thread_gflops,
+            "f32_fma_peak_gflops_per_thread": peaks.fma_thread_gflops,
+            "cpu_fraction_of_f32_fma_peak": report["fraction_of_f32_fma_peak"],
             "batch": headline.batch,
             "device": format!("{device:?}"),
             "net": config,
@@ -66,19 +92,39 @@ pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Resul
             config.channels,
             config.flops_per_position() as f64 / 1e6
         );
-        for (r, c) in &results {
+        for (r, c, f) in &results {
+            let f32_part = f
+                .map(|f| {
+                    format!(
+                        " | f32 fallback {:>7.0} positions/s {:>6.1} GFLOP/s ({:>2.0}% of f32 peak)",
+                        f.positions_per_s,
+                        f.gflops,
+                        100.0 * f.gflops / peaks.f32_thread_gflops()
+                    )
+                })
+                .unwrap_or_default();
             println!(
-                "batch {:>4}: burn {:>7.0} positions/s {:>6.1} GFLOP/s ({:>2.0}% of peak) | cpu forward, one thread {:>7.0} positions/s {:>6.1} GFLOP/s ({:>2.0}%)",
+                "batch {:>4}: burn {:>7.0} positions/s {:>6.1} GFLOP/s ({:>2.0}% of peak) | cpu forward ({path}), one thread {:>7.0} positions/s {:>6.1} GFLOP/s ({:>2.0}% of {path} peak){f32_part}",
                 r.batch,
                 r.positions_per_s,
                 r.gflops,
                 100.0 * r.gflops / peak,
                 c.positions_per_s,
                 c.gflops,
-                100.0 * c.gflops / peak
+                100.0 * c.gflops / peaks.thread_peak(path)
             );
         }
-        println!("f32 matmul peak (2048^3): {peak:.1} GFLOP/s");
+        println!(
+            "f32 matmul peak (2048^3, {} threads): {peak:.1} GFLOP/s, {:.1} a thread",
+            peaks.threads,
+            peaks.f32_thread_gflops()
+        );
+        if let Some(p) = peaks.fma_thread_gflops {
+            println!("f32 FMA peak (registers only, one thread): {p:.1} GFLOP/s");
+        }
+        if let Some(p) = peaks.bf16_thread_gflops {
+            println!("bf16 vdpbf16ps peak (registers only, one thread): {p:.1} GFLOP/s");
+        }
     }
     Ok(())
 }

@@ -84,6 +84,15 @@ pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Resul
     let warm = yari_rules::Position::startpos();
     evaluator.evaluate(&vec![&warm; config.concurrent_games]);
     let r = bench_selfplay(&evaluator, &config, Duration::from_secs_f64(seconds))?;
+    let path = evaluator.cpu_path();
+    let gflops = r.evaluations_per_s * net_config.flops_per_position() as f64 / 1e9;
+    // Compared with the peaks of as many threads as self-play ran on.
+    let peaks = yari_model::bench::Peaks::measure(evaluator.device(), Duration::from_secs(2));
+    let report = peaks.report(
+        gflops,
+        r.threads,
+        path.unwrap_or(yari_model::cpu::CpuPath::F32),
+    );
     if json {
         let out = serde_json::json!({
             "positions_per_s": r.positions_per_s,
@@ -96,18 +105,32 @@ pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Resul
             "evaluations": r.evaluations,
             "concurrent_games": config.concurrent_games,
             "net": net_config,
+            "cpu_path": path,
+            "gflops": gflops,
+            "peak_gflops": peaks.matmul_gflops,
+            "f32_peak_gflops_per_thread": report["f32_peak_gflops_per_thread"],
+            "bf16_peak_gflops_per_thread": peaks.bf16_thread_gflops,
+            "f32_fma_peak_gflops_per_thread": peaks.fma_thread_gflops,
+            "fraction_of_f32_fma_peak": report["fraction_of_f32_fma_peak"],
+            "fraction_of_f32_peak": report["fraction_of_f32_peak"],
+            "fraction_of_bf16_peak": report["fraction_of_bf16_peak"],
+            "fraction_of_path_peak": report["fraction_of_path_peak"],
         });
         println!("{out}");
     } else {
         println!(
-            "self-play ({} games in flight, {} threads, {:.0}s): {:.1} positions/s, {:.0} evaluations/s, mean batch {:.0}, search share {:.1}%",
+            "self-play ({} games in flight, {} threads, {:.0}s): {:.1} positions/s, {:.0} evaluations/s, mean batch {:.0}, search share {:.1}%, cpu path {}, {:.1} GFLOP/s ({:.0}% of the path's peak on {} threads)",
             config.concurrent_games,
             r.threads,
             r.wall_s,
             r.positions_per_s,
             r.evaluations_per_s,
             r.average_batch,
-            100.0 * r.search_share
+            100.0 * r.search_share,
+            path.map_or("burn", |p| p.name()),
+            gflops,
+            100.0 * report["fraction_of_path_peak"].as_f64().unwrap_or(0.0),
+            r.threads
         );
     }
     Ok(())

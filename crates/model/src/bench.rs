@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 
-use crate::cpu::CpuNet;
+pub use crate::cpu::{dpbf16_peak_gflops, fma_f32_peak_gflops};
+use crate::cpu::{CpuNet, CpuPath};
 use crate::net::{Net, NetConfig};
 
 /// Throughput of the net at one batch size.
@@ -117,4 +118,73 @@ pub fn matmul_peak_gflops(device: &Device, n: usize, min_time: Duration) -> f64 
         runs += 1;
     }
     flops / best / 1e9
+}
+
+/// The measured peaks, per arithmetic, for reporting a forward pass's GFLOP/s as a fraction of
+/// what its own arithmetic allows on the threads it ran on.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Peaks {
+    /// f32: a 2048^3 matmul on the CPU device, on all `threads` of its pool (what im2col +
+    /// gemm can approach); the historic `peak_gflops`.
+    pub matmul_gflops: f64,
+    /// Threads of the pool that matmul ran on.
+    pub threads: usize,
+    /// bf16 on one thread: `vdpbf16ps` with operands in registers; `None` without AVX-512 BF16.
+    pub bf16_thread_gflops: Option<f64>,
+    /// f32 on one thread: AVX-512 FMAs with operands in registers, the instruction peak
+    /// (`None` without AVX-512). Short timed runs keep it clean on a loaded machine, where the
+    /// matmul figure is not.
+    pub fma_thread_gflops: Option<f64>,
+}
+
+impl Peaks {
+    /// Measures both (each for at least `min_time`).
+    pub fn measure(device: &Device, min_time: Duration) -> Self {
+        Self {
+            matmul_gflops: matmul_peak_gflops(device, 2048, min_time),
+            threads: burn_threads(),
+            bf16_thread_gflops: dpbf16_peak_gflops(min_time),
+            fma_thread_gflops: fma_f32_peak_gflops(min_time),
+        }
+    }
+
+    /// One thread's f32 peak.
+    pub fn f32_thread_gflops(&self) -> f64 {
+        self.matmul_gflops / self.threads.max(1) as f64
+    }
+
+    /// One thread's peak of `path`'s arithmetic (f32's when bf16's was not measured).
+    pub fn thread_peak(&self, path: CpuPath) -> f64 {
+        match path {
+            CpuPath::F32 => self.f32_thread_gflops(),
+            CpuPath::Bf16 => self.bf16_thread_gflops.unwrap_or(self.f32_thread_gflops()),
+        }
+    }
+
+    /// JSON fields: the peaks, and the fractions that `gflops`, reached on `threads` threads
+    /// running `path`, is of `threads` times each one-thread peak.
+    pub fn report(&self, gflops: f64, threads: usize, path: CpuPath) -> serde_json::Value {
+        let t = threads.max(1) as f64;
+        serde_json::json!({
+            "path": path,
+            "threads": threads,
+            "peak_gflops": self.matmul_gflops,
+            "f32_peak_gflops_per_thread": self.f32_thread_gflops(),
+            "bf16_peak_gflops_per_thread": self.bf16_thread_gflops,
+            "f32_fma_peak_gflops_per_thread": self.fma_thread_gflops,
+            "fraction_of_f32_fma_peak": self.fma_thread_gflops.map(|p| gflops / (t * p)),
+            "fraction_of_f32_peak": gflops / (t * self.f32_thread_gflops()),
+            "fraction_of_bf16_peak": self.bf16_thread_gflops.map(|p| gflops / (t * p)),
+            "fraction_of_path_peak": gflops / (t * self.thread_peak(path)),
+        })
+    }
+}
+
+/// Threads burn's CPU backend computes on (its rayon pool: `RAYON_NUM_THREADS` or the cores).
+fn burn_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -12,6 +12,12 @@
 //! thread (`yari bench nn --config configs/default.toml`); the GEMM kernel is now about half
 //! of the profile.
 //!
+//! Two arithmetic paths compute the same function, chosen at run time ([`CpuPath`]): f32
+//! (im2col + the `gemm` crate, any CPU) and, where the CPU has AVX-512 BF16, bf16 weights and
+//! activations with f32 accumulation ([`bf16`]'s hand-written `vdpbf16ps` kernel, no im2col).
+//! `YARI_CPU_PATH=f32` forces the fallback. `tests/cpu.rs` bounds how far the two disagree on
+//! the shipped net over the oracle positions.
+//!
 //! The weights come from a burn [`Net`] (checkpoints, training and GPU inference stay burn's);
 //! `tests/cpu.rs` checks that both forward passes agree on trained and random nets.
 
@@ -19,6 +25,110 @@ use burn::tensor::Tensor;
 use yari_rules::encoding::{FILES, RANKS};
 
 use crate::net::{Net, NetConfig, SQUARES};
+
+mod bf16;
+
+pub use bf16::{dpbf16_peak_gflops, fma_f32_peak_gflops};
+use bf16::{ConvBf16, PSQ};
+
+/// The arithmetic a [`CpuNet`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuPath {
+    /// f32 everywhere: im2col + the `gemm` crate. Any CPU.
+    F32,
+    /// bf16 weights and activations, f32 accumulation, AVX-512 BF16 (`vdpbf16ps`). The value
+    /// head's two dense layers stay f32 (5% of the work).
+    Bf16,
+}
+
+/// The environment variable that overrides the detected [`CpuPath`]: `f32`, `bf16` or `auto`.
+pub const CPU_PATH_ENV: &str = "YARI_CPU_PATH";
+
+impl CpuPath {
+    /// Whether this CPU runs [`CpuPath::Bf16`].
+    pub fn bf16_supported() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bf16")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
+    /// The fastest path this CPU supports.
+    pub fn best_supported() -> Self {
+        if Self::bf16_supported() {
+            CpuPath::Bf16
+        } else {
+            CpuPath::F32
+        }
+    }
+
+    /// The path to run: [`CPU_PATH_ENV`] if set (`auto` or empty: detect), else the fastest
+    /// supported. A forced `bf16` on a CPU without it is an error, not a silent fallback.
+    pub fn detect() -> Result<Self, CpuNetError> {
+        match std::env::var(CPU_PATH_ENV) {
+            Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "" | "auto" => Ok(Self::best_supported()),
+                other => other.parse(),
+            },
+            Err(_) => Ok(Self::best_supported()),
+        }
+    }
+
+    /// `"f32"` or `"bf16"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuPath::F32 => "f32",
+            CpuPath::Bf16 => "bf16",
+        }
+    }
+}
+
+impl std::str::FromStr for CpuPath {
+    type Err = CpuNetError;
+
+    fn from_str(s: &str) -> Result<Self, CpuNetError> {
+        match s {
+            "f32" => Ok(CpuPath::F32),
+            "bf16" if Self::bf16_supported() => Ok(CpuPath::Bf16),
+            "bf16" => Err(CpuNetError(
+                "the bf16 path needs AVX-512 BF16, which this CPU lacks".into(),
+            )),
+            other => Err(CpuNetError(format!(
+                "{CPU_PATH_ENV}={other:?}: expected f32, bf16 or auto"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for CpuPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The layers of the bf16 path (the value head's dense layers are shared with the f32 path).
+#[derive(Clone, Debug)]
+struct Bf16Layers {
+    stem: ConvBf16,
+    blocks: Vec<(ConvBf16, ConvBf16)>,
+    policy_conv: ConvBf16,
+    policy_out: ConvBf16,
+    value_conv: ConvBf16,
+}
+
+impl Bf16Layers {
+    fn conv3(c: &Conv3x3) -> ConvBf16 {
+        ConvBf16::new(ConvBf16::taps3x3(), c.cin, c.cout, &c.weight, &c.bias)
+    }
+
+    fn conv1(d: &Dense) -> ConvBf16 {
+        ConvBf16::new(vec![(1, 1)], d.din, d.dout, &d.weight, &d.bias)
+    }
+}
 
 /// Positions that go through the whole net together: 8 x 63 = 504 GEMM rows, and an im2col
 /// block of a trunk layer (504 x 288 floats for 32 channels) and activations that stay in a
@@ -65,6 +175,9 @@ pub struct CpuNet {
     value_conv: Dense,
     value_fc: Dense,
     value_out: Dense,
+    path: CpuPath,
+    /// Present when `path` is [`CpuPath::Bf16`].
+    fast: Option<Bf16Layers>,
 }
 
 fn floats<const D: usize>(t: Tensor<D>, what: &str) -> Result<Vec<f32>, CpuNetError> {
@@ -316,8 +429,23 @@ impl Dense {
 }
 
 impl CpuNet {
-    /// Folds `net` (whose shape is `config`) into the CPU forward pass.
+    /// Folds `net` (whose shape is `config`) into the CPU forward pass, on the path
+    /// [`CpuPath::detect`] picks.
     pub fn from_net(net: &Net, config: &NetConfig) -> Result<Self, CpuNetError> {
+        Self::from_net_with_path(net, config, CpuPath::detect()?)
+    }
+
+    /// [`CpuNet::from_net`] on a given path (an error if this CPU cannot run it).
+    pub fn from_net_with_path(
+        net: &Net,
+        config: &NetConfig,
+        path: CpuPath,
+    ) -> Result<Self, CpuNetError> {
+        if path == CpuPath::Bf16 && !CpuPath::bf16_supported() {
+            return Err(CpuNetError(
+                "the bf16 path needs AVX-512 BF16, which this CPU lacks".into(),
+            ));
+        }
         let c = config.channels;
         if net.blocks.len() != config.blocks {
             return Err(CpuNetError(format!(
@@ -357,7 +485,19 @@ impl CpuNet {
         }
         let value_fc = Dense { weight, ..fc };
         let value_out = linear(&net.value_out, config.value_hidden, 3, "value out")?;
+        let fast = (path == CpuPath::Bf16).then(|| Bf16Layers {
+            stem: Bf16Layers::conv3(&stem),
+            blocks: blocks
+                .iter()
+                .map(|(a, b)| (Bf16Layers::conv3(a), Bf16Layers::conv3(b)))
+                .collect(),
+            policy_conv: Bf16Layers::conv3(&policy_conv),
+            policy_out: Bf16Layers::conv1(&policy_out),
+            value_conv: Bf16Layers::conv1(&value_conv),
+        });
         Ok(CpuNet {
+            path,
+            fast,
             config: *config,
             stem,
             blocks,
@@ -372,6 +512,11 @@ impl CpuNet {
     /// The net's shape.
     pub fn config(&self) -> &NetConfig {
         &self.config
+    }
+
+    /// The arithmetic this net runs.
+    pub fn path(&self) -> CpuPath {
+        self.path
     }
 
     /// Runs the net on `n` encoded positions (`input`: `[n, C, 9, 7]` row-major, as
@@ -389,6 +534,25 @@ impl CpuNet {
         let mut policy = vec![0.0; n * per_policy];
         let mut wdl = vec![0.0; n * 3];
         let chunk = CHUNK.min(n.max(1));
+        if let Some(fast) = &self.fast {
+            let mut bufs = Bf16Buffers::new(cfg, fast, chunk);
+            for first in (0..n).step_by(chunk) {
+                let count = chunk.min(n - first);
+                // SAFETY: `fast` exists only when `from_net_with_path` found avx512f and
+                // avx512bf16 on this CPU.
+                unsafe {
+                    self.forward_chunk_bf16(
+                        fast,
+                        &input[first * per_input..(first + count) * per_input],
+                        count,
+                        &mut bufs,
+                        &mut policy[first * per_policy..(first + count) * per_policy],
+                        &mut wdl[first * 3..(first + count) * 3],
+                    )
+                };
+            }
+            return (policy, wdl);
+        }
         let mut col_stem = vec![0.0; chunk * SQUARES * 9 * cfg.input_planes];
         let mut col_trunk = vec![0.0; chunk * SQUARES * 9 * cfg.channels];
         for first in (0..n).step_by(chunk) {
@@ -458,5 +622,116 @@ impl CpuNet {
         let mut hidden = vec![0.0; n * cfg.value_hidden];
         self.value_fc.forward(&v, true, &mut hidden);
         self.value_out.forward(&hidden, false, wdl);
+    }
+}
+
+/// Activations of the bf16 path for one block of positions. The padded boards' borders are
+/// never written, so they stay zero from block to block.
+struct Bf16Buffers {
+    /// Input planes, bf16 padded boards, channel stride `cs_in`.
+    input: Vec<u16>,
+    cs_in: usize,
+    /// The trunk's activations as bf16 padded boards (the next layer's input), stride `cs`.
+    xb: Vec<u16>,
+    yb: Vec<u16>,
+    cs: usize,
+    /// The residual stream in f32 (skip connections add it unrounded), `[n][63][cs]`.
+    x: Vec<f32>,
+    /// Policy logits `[n][63][policy stride]`.
+    logits: Vec<f32>,
+    /// Value planes `[n][63][value stride]`, and compacted `[n][63 * value_channels]`.
+    value: Vec<f32>,
+    value_compact: Vec<f32>,
+    hidden: Vec<f32>,
+}
+
+impl Bf16Buffers {
+    fn new(cfg: &NetConfig, fast: &Bf16Layers, n: usize) -> Self {
+        let cs_in = bf16::padded(cfg.input_planes);
+        let cs = fast.stem.cout_pad();
+        Self {
+            input: vec![0; n * PSQ * cs_in],
+            cs_in,
+            xb: vec![0; n * PSQ * cs],
+            yb: vec![0; n * PSQ * cs],
+            cs,
+            x: vec![0.0; n * SQUARES * cs],
+            logits: vec![0.0; n * SQUARES * fast.policy_out.cout_pad()],
+            value: vec![0.0; n * SQUARES * fast.value_conv.cout_pad()],
+            value_compact: vec![0.0; n * SQUARES * cfg.value_channels],
+            hidden: vec![0.0; n * cfg.value_hidden],
+        }
+    }
+}
+
+impl CpuNet {
+    /// [`CpuNet::forward_chunk`] on the bf16 path.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support `avx512f` and `avx512bf16`.
+    unsafe fn forward_chunk_bf16(
+        &self,
+        fast: &Bf16Layers,
+        input: &[f32],
+        n: usize,
+        b: &mut Bf16Buffers,
+        policy: &mut [f32],
+        wdl: &mut [f32],
+    ) {
+        let cfg = &self.config;
+        let planes = cfg.input_planes;
+        for p in 0..n {
+            for ch in 0..planes {
+                let src = &input[(p * planes + ch) * SQUARES..(p * planes + ch + 1) * SQUARES];
+                for r in 0..RANKS {
+                    for f in 0..FILES {
+                        let at = (p * PSQ + (r + 1) * bf16::PF + f + 1) * b.cs_in + ch;
+                        b.input[at] = bf16::to_bf16(src[r * FILES + f]);
+                    }
+                }
+            }
+        }
+        let cs = b.cs;
+        fast.stem.forward(
+            n,
+            &b.input,
+            b.cs_in,
+            false,
+            Some(&mut b.x),
+            Some(&mut b.xb),
+            true,
+        );
+        for (conv1, conv2) in &fast.blocks {
+            conv1.forward(n, &b.xb, cs, false, None, Some(&mut b.yb), true);
+            conv2.forward(n, &b.yb, cs, true, Some(&mut b.x), Some(&mut b.xb), true);
+        }
+        fast.policy_conv
+            .forward(n, &b.xb, cs, false, None, Some(&mut b.yb), true);
+        fast.policy_out
+            .forward(n, &b.yb, cs, false, Some(&mut b.logits), None, false);
+        let stride = fast.policy_out.cout_pad();
+        let planes_out = cfg.policy_planes;
+        for p in 0..n {
+            for sq in 0..SQUARES {
+                let row = &b.logits[(p * SQUARES + sq) * stride..][..planes_out];
+                for (pl, &v) in row.iter().enumerate() {
+                    policy[(p * planes_out + pl) * SQUARES + sq] = v;
+                }
+            }
+        }
+        fast.value_conv
+            .forward(n, &b.xb, cs, false, Some(&mut b.value), None, true);
+        let (vs, vc) = (fast.value_conv.cout_pad(), cfg.value_channels);
+        for (dst, src) in b.value_compact[..n * SQUARES * vc]
+            .chunks_exact_mut(vc)
+            .zip(b.value.chunks_exact(vs))
+        {
+            dst.copy_from_slice(&src[..vc]);
+        }
+        let hidden = &mut b.hidden[..n * cfg.value_hidden];
+        self.value_fc
+            .forward(&b.value_compact[..n * SQUARES * vc], true, hidden);
+        self.value_out.forward(hidden, false, wdl);
     }
 }

@@ -98,7 +98,10 @@ impl NetEvaluator {
         // A net that cannot be folded (never seen: it would need a weight of the wrong size)
         // still evaluates, through burn.
         let cpu = if is_cpu(&device) {
-            CpuNet::from_net(&net, &config).ok()
+            // A bad YARI_CPU_PATH says so rather than silently changing the forward pass.
+            CpuNet::from_net(&net, &config)
+                .map_err(|e| eprintln!("warning: {e}; evaluating with burn's forward pass"))
+                .ok()
         } else {
             None
         };
@@ -119,6 +122,11 @@ impl NetEvaluator {
     /// Whether evaluations go through [`CpuNet`] rather than burn.
     pub fn uses_cpu_forward(&self) -> bool {
         self.cpu.is_some()
+    }
+
+    /// The arithmetic of the [`CpuNet`] forward pass, if evaluations use it.
+    pub fn cpu_path(&self) -> Option<crate::cpu::CpuPath> {
+        self.cpu.as_ref().map(CpuNet::path)
     }
 
     /// Loads a checkpoint of any architecture onto `device`.

@@ -89,6 +89,21 @@ pub struct TrainBench {
     pub samples_per_s: f64,
     /// The burn device trained on.
     pub device: String,
+    /// The arithmetic of the step: burn's autodiff runs f32 on every backend here.
+    pub path: &'static str,
+    /// Achieved GFLOP/s, counting a step as 3 forward passes per sample (forward, and the
+    /// backward pass's two products per layer: gradients of inputs and of weights).
+    pub gflops: f64,
+    /// The f32 matmul peak of one thread on the training device's backend (2048^3).
+    pub peak_gflops: f64,
+    /// `gflops` over the peak of all the threads the backend uses (`threads * peak_gflops`).
+    pub fraction_of_f32_peak: f64,
+    /// Threads of the backend's pool.
+    pub threads: usize,
+    /// One thread's AVX-512 FMA instruction peak (clean even on a loaded machine, unlike the
+    /// matmul), and the fraction of `threads` times it that `gflops` is.
+    pub f32_fma_peak_gflops_per_thread: Option<f64>,
+    pub fraction_of_f32_fma_peak: Option<f64>,
 }
 
 /// Times training steps of `config`'s net and batch size on the training device, on batches
@@ -116,12 +131,29 @@ pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBenc
         steps += 1;
     }
     let secs = start.elapsed().as_secs_f64();
+    let samples_per_s = (steps as usize * config.batch_size) as f64 / secs;
+    let gflops = samples_per_s * 3.0 * config.net.flops_per_position() as f64 / 1e9;
+    // burn's 2048^3 matmul uses every thread; its figure is the whole machine's peak.
+    let machine_peak = yari_model::bench::matmul_peak_gflops(
+        &yari_model::default_device(),
+        2048,
+        Duration::from_secs(2),
+    );
+    let threads = rayon::current_num_threads();
+    let fma = yari_model::bench::fma_f32_peak_gflops(Duration::from_secs(1));
     Ok(TrainBench {
         net: config.net,
         batch_size: config.batch_size,
         steps,
         step_ms: secs * 1e3 / steps as f64,
-        samples_per_s: (steps as usize * config.batch_size) as f64 / secs,
+        samples_per_s,
         device: format!("{device:?}"),
+        path: "f32",
+        gflops,
+        peak_gflops: machine_peak / threads as f64,
+        fraction_of_f32_peak: gflops / machine_peak,
+        threads,
+        f32_fma_peak_gflops_per_thread: fma,
+        fraction_of_f32_fma_peak: fma.map(|p| gflops / (threads as f64 * p)),
     })
 }
