@@ -122,6 +122,6 @@ pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBenc
         steps,
         step_ms: secs * 1e3 / steps as f64,
         samples_per_s: (steps as usize * config.batch_size) as f64 / secs,
-        device: format!("{device:?}"),
+        device: yari_model::describe_device(&device),
     })
 }
