@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use yari_model::bench::{bench_cpu_forward, bench_forward, ForwardBench, Peaks};
 use yari_model::cpu::CpuPath;
-use yari_model::{default_device, CpuNet, NetConfig};
+use yari_model::{default_device, describe_device, CpuNet, NetConfig};
 
 /// Prints positions/s of the `config` net at batch 1, 64 and 256 (or only `batch`), through
 /// burn's forward pass and through [`CpuNet`] (what evaluations use on a CPU device), with the
@@ -79,7 +79,7 @@ pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Resul
             "f32_fma_peak_gflops_per_thread": peaks.fma_thread_gflops,
             "cpu_fraction_of_f32_fma_peak": report["fraction_of_f32_fma_peak"],
             "batch": headline.batch,
-            "device": format!("{device:?}"),
+            "device": describe_device(&device),
             "net": config,
             "flops_per_position": config.flops_per_position(),
             "per_batch": per_batch,
@@ -87,10 +87,11 @@ pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Resul
         println!("{out}");
     } else {
         println!(
-            "net: {} blocks x {} channels, {:.1} MFLOP/position, device {device:?}",
+            "net: {} blocks x {} channels, {:.1} MFLOP/position, device {}",
             config.blocks,
             config.channels,
-            config.flops_per_position() as f64 / 1e6
+            config.flops_per_position() as f64 / 1e6,
+            describe_device(&device)
         );
         for (r, c, f) in &results {
             let f32_part = f

@@ -26,6 +26,11 @@ use yari_rules::{Position, START_FEN};
     about = "Self-play reinforcement learning for Yari Shogi"
 )]
 struct Cli {
+    /// Compute device for networks: flex (CPU), wgpu (GPU through Vulkan/Metal/DX12; needs a
+    /// build with `--features wgpu`), ndarray, cuda. Default: $YARI_DEVICE, else the first
+    /// compiled backend, GPUs first.
+    #[arg(long, global = true)]
+    device: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -212,6 +217,23 @@ enum BenchCommand {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    // Opened before any work, so a missing GPU driver is a clear error, not a panic mid-run.
+    if !matches!(cli.command, Command::Perft { .. } | Command::Legal { .. }) {
+        let name = cli
+            .device
+            .clone()
+            .or_else(|| std::env::var("YARI_DEVICE").ok());
+        let (_, description) = yari_model::select_device(name.as_deref())?;
+        if matches!(
+            cli.command,
+            Command::Run { .. }
+                | Command::Selfplay { .. }
+                | Command::Train { .. }
+                | Command::Bench { .. }
+        ) {
+            eprintln!("device: {description}");
+        }
+    }
     match cli.command {
         Command::Perft { depth, fen, divide } => perft(depth, fen.as_deref(), divide),
         Command::Legal { fen } => legal(fen.as_deref()),

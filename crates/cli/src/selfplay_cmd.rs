@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use yari_model::{default_device, NetConfig, NetEvaluator};
+use yari_model::{default_device, describe_device, NetConfig, NetEvaluator};
 use yari_selfplay::{
     bench_selfplay, run_selfplay, Evaluator, RunOptions, SelfplayConfig, ShardWriter,
     UniformEvaluator,
@@ -73,6 +73,7 @@ pub fn run(model: Option<&Path>, games: usize, out: &Path, config: SelfplayConfi
 /// of 1) among other figures. The measurement lasts 20 s, or `YARI_BENCH_SECONDS`.
 pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Result<()> {
     let device = default_device();
+    let device_name = describe_device(&device);
     let net = net_config.init(&device);
     let evaluator = NetEvaluator::new(net, net_config, device);
     let seconds: f64 = std::env::var("YARI_BENCH_SECONDS")
@@ -115,11 +116,12 @@ pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Resul
             "fraction_of_f32_peak": report["fraction_of_f32_peak"],
             "fraction_of_bf16_peak": report["fraction_of_bf16_peak"],
             "fraction_of_path_peak": report["fraction_of_path_peak"],
+            "device": device_name,
         });
         println!("{out}");
     } else {
         println!(
-            "self-play ({} games in flight, {} threads, {:.0}s): {:.1} positions/s, {:.0} evaluations/s, mean batch {:.0}, search share {:.1}%, cpu path {}, {:.1} GFLOP/s ({:.0}% of the path's peak on {} threads)",
+            "self-play on {device_name} ({} games in flight, {} threads, {:.0}s): {:.1} positions/s, {:.0} evaluations/s, mean batch {:.0}, search share {:.1}%, cpu path {}, {:.1} GFLOP/s ({:.0}% of the path's peak on {} threads)",
             config.concurrent_games,
             r.threads,
             r.wall_s,

@@ -1,6 +1,8 @@
 //! The evaluation interface shared by search and arena, and its two implementations.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Condvar, Mutex};
 
 use burn::tensor::{Device, Tensor, TensorData};
 use yari_rules::encoding::{encode_batch, index_of, FILES, INPUT_PLANES, POLICY_SIZE, RANKS};
@@ -61,13 +63,113 @@ impl Evaluator for UniformEvaluator {
 /// Evaluates with a [`Net`] on any burn device.
 ///
 /// On a CPU device the forward pass is [`CpuNet`]'s (the same function, about twice as fast
-/// as burn's CPU backend on the small nets self-play uses); GPU devices run burn's.
+/// as burn's CPU backend on the small nets self-play uses); GPU devices run burn's, and calls
+/// made at the same time from several threads (the arena's games, one per thread, each asking
+/// for one position) are merged into one forward pass, since a GPU pays per call, not per
+/// position.
 #[derive(Debug)]
 pub struct NetEvaluator {
     net: Net,
     config: NetConfig,
     device: Device,
     cpu: Option<CpuNet>,
+    coalescer: Option<Coalescer>,
+}
+
+/// Merges concurrent forward passes: the first caller to find the device idle runs every
+/// queued request as one batch while later callers queue up for the next one.
+#[derive(Debug, Default)]
+struct Coalescer {
+    queue: Mutex<Queue>,
+    done: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    /// A batch is being computed.
+    busy: bool,
+    /// A batch panicked: its callers would wait forever, so every caller panics instead.
+    failed: bool,
+    next_ticket: u64,
+    waiting: Vec<(u64, Vec<f32>, usize)>,
+    results: HashMap<u64, (Vec<f32>, Vec<f32>)>,
+}
+
+/// Clears `busy` and wakes the queue when a batch ends, also when its forward pass panics.
+struct BatchGuard<'a> {
+    coalescer: &'a Coalescer,
+    finished: bool,
+}
+
+impl Drop for BatchGuard<'_> {
+    fn drop(&mut self) {
+        let mut q = self
+            .coalescer
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        q.busy = false;
+        q.failed |= !self.finished;
+        self.coalescer.done.notify_all();
+    }
+}
+
+impl Coalescer {
+    /// `forward(input, n)` of this request, computed in one batch with whatever else is
+    /// queued when the device becomes free.
+    fn run(
+        &self,
+        input: Vec<f32>,
+        n: usize,
+        forward: impl Fn(Vec<f32>, usize) -> (Vec<f32>, Vec<f32>),
+    ) -> (Vec<f32>, Vec<f32>) {
+        let lock = || self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = lock();
+        let ticket = q.next_ticket;
+        q.next_ticket += 1;
+        q.waiting.push((ticket, input, n));
+        loop {
+            if let Some(out) = q.results.remove(&ticket) {
+                return out;
+            }
+            assert!(!q.failed, "a batched evaluation failed on another thread");
+            if q.busy {
+                q = self.done.wait(q).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            q.busy = true;
+            let batch = std::mem::take(&mut q.waiting);
+            drop(q);
+            let mut guard = BatchGuard {
+                coalescer: self,
+                finished: false,
+            };
+            let total: usize = batch.iter().map(|r| r.2).sum();
+            let mut input = Vec::with_capacity(batch.iter().map(|r| r.1.len()).sum());
+            for (_, x, _) in &batch {
+                input.extend_from_slice(x);
+            }
+            let (policy, wdl) = forward(input, total);
+            let mut split = HashMap::with_capacity(batch.len());
+            let mut at = 0;
+            for (t, _, k) in &batch {
+                split.insert(
+                    *t,
+                    (
+                        policy[at * POLICY_SIZE..(at + k) * POLICY_SIZE].to_vec(),
+                        wdl[at * 3..(at + k) * 3].to_vec(),
+                    ),
+                );
+                at += k;
+            }
+            q = lock();
+            q.results.extend(split);
+            guard.finished = true;
+            drop(q);
+            drop(guard);
+            q = lock();
+        }
+    }
 }
 
 /// Whether `device` computes on the CPU, where [`CpuNet`] replaces burn's forward pass.
@@ -105,11 +207,13 @@ impl NetEvaluator {
         } else {
             None
         };
+        let coalescer = (!is_cpu(&device)).then(Coalescer::default);
         Self {
             net,
             config,
             device,
             cpu,
+            coalescer,
         }
     }
 
@@ -163,19 +267,33 @@ impl NetEvaluator {
         if let Some(cpu) = &self.cpu {
             return cpu.forward(&input, n);
         }
+        match &self.coalescer {
+            Some(c) => c.run(input, n, |x, n| self.burn_forward(x, n)),
+            None => self.burn_forward(input, n),
+        }
+    }
+
+    /// burn's forward pass of `n` encoded positions on the device.
+    fn burn_forward(&self, input: Vec<f32>, n: usize) -> (Vec<f32>, Vec<f32>) {
         let x = Tensor::<4>::from_data(
             TensorData::new(input, [n, INPUT_PLANES, RANKS, FILES]),
             &self.device,
         );
         let (policy, wdl) = self.net.forward(x);
-        let policy = policy
+        // One read-back per batch, not one per output: on a GPU each read is a round trip
+        // that waits for the device.
+        let rows = Tensor::cat(vec![policy, wdl], 1)
             .into_data()
             .try_into_vec::<f32>()
-            .expect("policy logits are f32");
-        let wdl = wdl
-            .into_data()
-            .try_into_vec::<f32>()
-            .expect("wdl logits are f32");
+            .expect("logits are f32");
+        let width = POLICY_SIZE + 3;
+        debug_assert_eq!(rows.len(), n * width);
+        let mut policy = Vec::with_capacity(n * POLICY_SIZE);
+        let mut wdl = Vec::with_capacity(n * 3);
+        for row in rows.chunks_exact(width) {
+            policy.extend_from_slice(&row[..POLICY_SIZE]);
+            wdl.extend_from_slice(&row[POLICY_SIZE..]);
+        }
         (policy, wdl)
     }
 }
@@ -214,5 +332,81 @@ fn softmax_in_place<'a>(values: impl Iterator<Item = &'a mut f32>) {
     }
     for v in values.iter_mut() {
         **v /= sum;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Barrier;
+
+    /// Each caller gets the outputs of its own positions, whatever batch they were computed
+    /// in, and callers arriving together share forward passes.
+    #[test]
+    fn coalesced_calls_get_their_own_results_in_fewer_passes() {
+        let coalescer = Coalescer::default();
+        let calls = AtomicUsize::new(0);
+        // A fake net: every output of a position is its one input value.
+        let forward = |x: Vec<f32>, n: usize| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            assert_eq!(x.len(), n);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let policy = x.iter().flat_map(|&v| vec![v; POLICY_SIZE]).collect();
+            let wdl = x.iter().flat_map(|&v| [v, -v, 2.0 * v]).collect();
+            (policy, wdl)
+        };
+        let threads = 8;
+        let rounds = 5;
+        let barrier = Barrier::new(threads);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (coalescer, forward, barrier) = (&coalescer, &forward, &barrier);
+                s.spawn(move || {
+                    for r in 0..rounds {
+                        barrier.wait();
+                        // Thread t asks for t % 3 + 1 positions valued (t, r, i).
+                        let n = t % 3 + 1;
+                        let x: Vec<f32> = (0..n).map(|i| (100 * t + 10 * r + i) as f32).collect();
+                        let (policy, wdl) = coalescer.run(x.clone(), n, forward);
+                        assert_eq!(policy.len(), n * POLICY_SIZE);
+                        for (i, v) in x.iter().enumerate() {
+                            assert!(policy[i * POLICY_SIZE..(i + 1) * POLICY_SIZE]
+                                .iter()
+                                .all(|p| p == v));
+                            assert_eq!(wdl[i * 3..i * 3 + 3], [*v, -*v, 2.0 * *v]);
+                        }
+                    }
+                });
+            }
+        });
+        let passes = calls.load(Ordering::SeqCst);
+        assert!(
+            passes < threads * rounds / 2,
+            "{passes} forward passes for {} calls",
+            threads * rounds
+        );
+    }
+
+    #[test]
+    fn a_failed_batch_fails_its_other_callers_instead_of_hanging_them() {
+        let coalescer = Coalescer::default();
+        let barrier = Barrier::new(2);
+        let results: Vec<bool> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    let (coalescer, barrier) = (&coalescer, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        coalescer.run(vec![0.0], 1, |_, _| {
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                            panic!("device lost")
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().is_err()).collect()
+        });
+        assert_eq!(results, [true, true]);
     }
 }

@@ -34,19 +34,22 @@ pub mod average;
 pub mod bench;
 pub mod checkpoint;
 pub mod cpu;
+pub mod device;
 pub mod eval;
 pub mod net;
 
 pub use burn::tensor::Device;
 pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};
 pub use cpu::CpuNet;
+pub use device::{describe_device, open_device, select_device, DeviceError};
 pub use eval::{Evaluation, Evaluator, NetEvaluator, UniformEvaluator};
 pub use net::{Net, NetConfig};
 
-/// The device a plain run should use: the first enabled backend in burn's priority order
-/// (GPU backends before CPU ones), unless the `BURN_DEVICE` environment variable names one.
+/// The device a plain run should use: the one [`select_device`] chose for this process, else
+/// the first enabled backend in burn's priority order (GPU backends before CPU ones), unless
+/// the `BURN_DEVICE` environment variable names one.
 pub fn default_device() -> Device {
-    Device::default()
+    device::selected_or_default()
 }
 
 /// Backends compiled into this build, by the names [`device_named`] accepts.

@@ -147,7 +147,7 @@ pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBenc
         steps,
         step_ms: secs * 1e3 / steps as f64,
         samples_per_s,
-        device: format!("{device:?}"),
+        device: yari_model::describe_device(&device),
         path: "f32",
         gflops,
         peak_gflops: machine_peak / threads as f64,
