@@ -22,6 +22,7 @@
 //! ```
 
 pub mod alphabeta;
+mod build;
 mod error;
 pub mod game;
 pub mod gate;

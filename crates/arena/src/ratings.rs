@@ -25,14 +25,14 @@ use crate::game::GameRecord;
 use crate::jsonl;
 use crate::stats::Wdl;
 
-/// The folder of a run that holds game files.
+/// The folder of a run that holds game files ([`yari_io::layout::ARENA_DIR`]).
 pub fn games_dir(run_dir: &Path) -> PathBuf {
-    run_dir.join("arena")
+    yari_io::RunPaths::new(run_dir).arena_dir()
 }
 
-/// The gating ledger of a run.
+/// The gating ledger of a run ([`yari_io::layout::LEDGER_FILE`]).
 pub fn ledger_path(run_dir: &Path) -> PathBuf {
-    run_dir.join("ledger.jsonl")
+    yari_io::RunPaths::new(run_dir).ledger_file()
 }
 
 /// Natural units (ln-odds) per Elo point.
@@ -127,8 +127,8 @@ pub fn read_run_games(run_dir: &Path) -> Result<(Vec<GameRecord>, usize), ArenaE
                 path: file.clone(),
                 source,
             })?;
+        skipped += records.skipped();
         games.extend(records.records);
-        skipped += records.skipped;
     }
     Ok((games, skipped))
 }

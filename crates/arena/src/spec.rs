@@ -35,11 +35,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::alphabeta::AlphaBetaPlayer;
-use crate::error::ArenaError;
-use crate::player::{Player, PlayerError, PlayerFactory};
-use crate::random::RandomPlayer;
-use crate::uci::{SearchLimit, UciConfig, UciPlayer};
+use crate::uci::{SearchLimit, UciConfig};
 
 /// Where `fsf` looks for the npm build's `uci.js` unless `YARI_FSF_JS` says otherwise.
 pub const DEFAULT_FSF_JS: &str = ".fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js";
@@ -314,20 +310,6 @@ impl PlayerSpec {
         Err(SpecError::Unknown(text.to_string()))
     }
 
-    /// A factory for this spec with its expensive set-up done once, now: a checkpoint is
-    /// loaded here (and shared by every player built), so a missing or broken file fails
-    /// before any game starts. Cheap specs just return themselves.
-    pub fn factory(&self) -> Result<Box<dyn PlayerFactory>, ArenaError> {
-        match self {
-            PlayerSpec::Mcts { .. } | PlayerSpec::Model { .. } => crate::search::factory(self)
-                .map_err(|source| ArenaError::Build {
-                    player: PlayerSpec::name(self),
-                    source,
-                }),
-            _ => Ok(Box::new(self.clone())),
-        }
-    }
-
     /// The player's name in records: `random`, `alphabeta:3`, `mcts:800`,
     /// `model:FILE:SIMS`, or the engine's configured name.
     pub fn name(&self) -> String {
@@ -444,23 +426,6 @@ pub fn split_command(command: &str) -> Option<Vec<String>> {
         words.push(word);
     }
     Some(words)
-}
-
-impl PlayerFactory for PlayerSpec {
-    fn name(&self) -> String {
-        PlayerSpec::name(self)
-    }
-
-    fn build(&self) -> Result<Box<dyn Player>, PlayerError> {
-        match self {
-            PlayerSpec::Random { seed } => Ok(Box::new(RandomPlayer::new(*seed))),
-            PlayerSpec::AlphaBeta { depth } => Ok(Box::new(AlphaBetaPlayer::new(*depth))),
-            PlayerSpec::Uci(config) => Ok(Box::new(UciPlayer::start(config.clone())?)),
-            PlayerSpec::Mcts { .. } | PlayerSpec::Model { .. } => {
-                crate::search::factory(self)?.build()
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -267,13 +267,13 @@ fn ledger_survives_a_torn_line() {
         .unwrap();
     drop(f);
     let read = read_ledger(&ledger).unwrap();
-    assert_eq!((read.records.len(), read.skipped), (1, 1));
+    assert_eq!((read.records.len(), read.skipped()), (1, 1));
     // ...and the next append still lands on its own line.
     let mut third = decide(&result_with(Wdl::new(0, 10, 0), None), &config);
     third.candidate = "gen3".into();
     yari_arena::append_ledger(&ledger, &third).unwrap();
     let read = read_ledger(&ledger).unwrap();
-    assert_eq!((read.records.len(), read.skipped), (2, 1));
+    assert_eq!((read.records.len(), read.skipped()), (2, 1));
     assert_eq!(current_best(&ledger).unwrap().as_deref(), Some("gen1"));
     // Infinite Elo (a 100% score) round-trips as null → NaN instead of breaking the line.
     assert!(first.elo.is_infinite());

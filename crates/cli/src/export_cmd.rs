@@ -4,43 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use yari_loop::{PlayerKey, RunDir};
 use yari_model::checkpoint::{save, Checkpoint};
-
-/// The run's current best network, from its `state.json`.
-pub fn best_of_run(run_dir: &Path) -> Result<PathBuf> {
-    let state_file = run_dir.join("state.json");
-    let text = std::fs::read_to_string(&state_file).with_context(|| {
-        format!(
-            "{} is not a run directory (no state.json)",
-            run_dir.display()
-        )
-    })?;
-    let state: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("corrupt {}", state_file.display()))?;
-    let best = state["best"]
-        .as_str()
-        .with_context(|| format!("{} names no best network", state_file.display()))?;
-    Ok(run_dir.join(best))
-}
-
-/// The ratings `yari run` recorded for `model` (a path relative to the run directory).
-fn ratings_of(run_dir: &Path, model: &str) -> Vec<serde_json::Value> {
-    let Ok(text) = std::fs::read_to_string(run_dir.join("ratings.jsonl")) else {
-        return Vec::new();
-    };
-    // The latest rating against each opponent; a torn last line is skipped.
-    let mut latest: Vec<serde_json::Value> = Vec::new();
-    for v in text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-    {
-        if v["player"].as_str() == Some(model) {
-            latest.retain(|r| r["opponent"] != v["opponent"]);
-            latest.push(v);
-        }
-    }
-    latest
-}
 
 /// `source` and the checkpoints of the `average - 1` generations before it, newest first:
 /// `gen-0057.yari` with 3 gives `gen-0057`, `gen-0056` and `gen-0055` of the same directory.
@@ -68,7 +33,13 @@ fn generations_to_average(source: &Path, average: u32) -> Result<Vec<PathBuf>> {
     );
     let dir = source.parent().unwrap_or(Path::new(""));
     Ok((0..average)
-        .map(|k| dir.join(format!("{}.yari", crate::run_cmd::gen_name(generation - k))))
+        .map(|k| {
+            dir.join(format!(
+                "{}.{}",
+                yari_io::layout::generation_name(generation - k),
+                yari_io::layout::MODEL_EXTENSION
+            ))
+        })
         .collect())
 }
 
@@ -81,8 +52,9 @@ fn relative_to(run_dir: &Path, path: &Path) -> String {
 }
 
 pub fn run(run_dir: &Path, checkpoint: &str, out: &Path, average: u32) -> Result<()> {
+    let run = RunDir::new(run_dir);
     let source = if checkpoint == "best" {
-        best_of_run(run_dir)?
+        run.best_model()?
     } else {
         PathBuf::from(checkpoint)
     };
@@ -116,10 +88,10 @@ pub fn run(run_dir: &Path, checkpoint: &str, out: &Path, average: u32) -> Result
         .unwrap_or_default();
     meta.notes.insert("run".into(), run_name.into());
     meta.notes.insert("source".into(), relative.clone().into());
-    meta.notes.insert(
-        "ratings".into(),
-        serde_json::Value::Array(ratings_of(run_dir, &relative)),
-    );
+    // The latest rating against each opponent of the exported network, if the run rated it.
+    let ratings = run.ratings_of(&PlayerKey::of_model(&relative))?;
+    meta.notes
+        .insert("ratings".into(), serde_json::to_value(ratings)?);
     meta.notes.insert(
         "exported_unix_s".into(),
         std::time::SystemTime::now()

@@ -225,8 +225,7 @@ fn bad_configs_are_refused_with_the_field_named() {
         ),
         (base.replace("[gate]", "[gate]\ncolour = \"red\""), "colour"),
         (
-            base.replace("threshold", "x")
-                .replace("[gate]", "[gate]\nthreshold = 1.5"),
+            base.replace("threshold = 0.55", "threshold = 1.5"),
             "gate.threshold",
         ),
         (

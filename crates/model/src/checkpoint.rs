@@ -1,6 +1,7 @@
 //! One-file checkpoints: metadata and weights together, checksummed, written atomically.
 //!
-//! Layout (all integers little-endian):
+//! The container is [`yari_io::frame`]'s, shared with the game shards. Layout (all integers
+//! little-endian):
 //!
 //! | bytes | content |
 //! | --- | --- |
@@ -17,8 +18,7 @@
 //! anywhere is caught rather than turning into a wrong-but-loadable net. The metadata is
 //! JSON so that a human (or `jq` after skipping 20 bytes) can read what a file is.
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,6 +26,7 @@ use burn::store::{BurnpackStore, ModuleSnapshot};
 use burn::tensor::{Bytes, Device};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+use yari_io::frame::{Format, FrameError};
 use yari_rules::encoding::{ENCODING_VERSION, INPUT_PLANES, POLICY_SIZE};
 
 use crate::net::{Net, NetConfig};
@@ -34,8 +35,10 @@ use crate::net::{Net, NetConfig};
 pub const MAGIC: [u8; 4] = *b"YARI";
 /// Version of the container layout above (not of the weights or the encoding).
 pub const FORMAT_VERSION: u32 = 1;
-const HEADER_LEN: usize = 4 + 4 + 4 + 8;
-const CRC_LEN: usize = 4;
+const FORMAT: Format = Format {
+    magic: MAGIC,
+    version: FORMAT_VERSION,
+};
 /// Refuse absurd metadata lengths before allocating; real metadata is a few hundred bytes.
 const MAX_META_LEN: u32 = 1 << 20;
 
@@ -154,6 +157,24 @@ pub enum CheckpointError {
     Weights(String),
 }
 
+impl From<FrameError> for CheckpointError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::Truncated { expected, actual } => {
+                CheckpointError::Truncated { expected, actual }
+            }
+            FrameError::BadMagic { found, .. } => CheckpointError::BadMagic { found },
+            FrameError::UnsupportedVersion { found, .. } => {
+                CheckpointError::UnsupportedFormat { found }
+            }
+            FrameError::TrailingData { extra } => CheckpointError::TrailingData { extra },
+            FrameError::ChecksumMismatch { stored, computed } => {
+                CheckpointError::ChecksumMismatch { stored, computed }
+            }
+        }
+    }
+}
+
 /// A checkpoint read into memory and verified (checksum, encoding), but not yet turned into a
 /// net; useful to inspect metadata or to choose a device afterwards.
 #[derive(Clone, Debug)]
@@ -169,47 +190,13 @@ impl Checkpoint {
     /// Checks, in order: length against the header, magic, format version, checksum, then the
     /// metadata's encoding version and input/policy sizes against this build's encoding.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
-        let actual = bytes.len() as u64;
-        if bytes.len() < HEADER_LEN {
-            return Err(CheckpointError::Truncated {
-                expected: (HEADER_LEN + CRC_LEN) as u64,
-                actual,
-            });
-        }
-        let found: [u8; 4] = bytes[0..4].try_into().expect("4 bytes");
-        if found != MAGIC {
-            return Err(CheckpointError::BadMagic { found });
-        }
-        let version = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
-            return Err(CheckpointError::UnsupportedFormat { found: version });
-        }
-        let meta_len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        let weights_len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
-        let expected = (HEADER_LEN as u64 + CRC_LEN as u64)
-            .saturating_add(u64::from(meta_len))
-            .saturating_add(weights_len);
-        if meta_len > MAX_META_LEN || actual < expected {
-            // A huge metadata length can only come from damage; report it as the checksum
-            // would, rather than as a truncation the user might try to "repair".
-            if meta_len > MAX_META_LEN {
-                return Err(checksum_error(bytes));
-            }
-            return Err(CheckpointError::Truncated { expected, actual });
-        }
-        if actual > expected {
-            return Err(CheckpointError::TrailingData {
-                extra: actual - expected,
-            });
-        }
-        let body_end = bytes.len() - CRC_LEN;
-        let stored = u32::from_le_bytes(bytes[body_end..].try_into().expect("4 bytes"));
-        let computed = crc32fast::hash(&bytes[..body_end]);
-        if stored != computed {
-            return Err(CheckpointError::ChecksumMismatch { stored, computed });
-        }
-        let meta_end = HEADER_LEN + meta_len as usize;
-        let meta: CheckpointMeta = serde_json::from_slice(&bytes[HEADER_LEN..meta_end])?;
+        let frame = FORMAT
+            .decode(bytes, |meta_len, weights_len| {
+                (meta_len <= MAX_META_LEN).then(|| u64::from(meta_len).saturating_add(weights_len))
+            })
+            .map_err(CheckpointError::from)?;
+        let meta_len = frame.word as usize;
+        let meta: CheckpointMeta = serde_json::from_slice(&frame.body[..meta_len])?;
         if meta.encoding_version != ENCODING_VERSION {
             return Err(CheckpointError::EncodingMismatch {
                 found: meta.encoding_version,
@@ -231,7 +218,7 @@ impl Checkpoint {
         }
         Ok(Self {
             meta,
-            weights: bytes[meta_end..body_end].to_vec(),
+            weights: frame.body[meta_len..].to_vec(),
         })
     }
 
@@ -285,15 +272,9 @@ pub fn to_bytes(net: &Net, meta: &CheckpointMeta) -> Result<Vec<u8>, CheckpointE
         .ok()
         .filter(|&l| l <= MAX_META_LEN)
         .ok_or_else(|| CheckpointError::Weights("metadata too large".into()))?;
-    let mut out = Vec::with_capacity(HEADER_LEN + meta_json.len() + weights.len() + CRC_LEN);
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&meta_len.to_le_bytes());
-    out.extend_from_slice(&(weights.len() as u64).to_le_bytes());
-    out.extend_from_slice(&meta_json);
-    out.extend_from_slice(&weights);
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
+    let mut body = meta_json;
+    body.extend_from_slice(&weights);
+    let out = FORMAT.encode(meta_len, weights.len() as u64, &body);
     Ok(out)
 }
 
@@ -306,9 +287,9 @@ pub fn save(
 ) -> Result<(), CheckpointError> {
     let path = path.as_ref();
     let bytes = to_bytes(net, meta)?;
-    write_atomic(path, &bytes).map_err(|source| CheckpointError::Io {
-        path: path.to_path_buf(),
-        source,
+    yari_io::write_atomic(path, &bytes).map_err(|e| CheckpointError::Io {
+        path: e.path().to_path_buf(),
+        source: e.into_io(),
     })
 }
 
@@ -322,51 +303,6 @@ pub fn load(
     let ckpt = Checkpoint::read(path)?;
     let meta = ckpt.meta.clone();
     Ok((ckpt.into_net(expected, device)?, meta))
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"))?;
-    // Same directory, so the rename cannot cross file systems; pid-tagged so concurrent
-    // writers of the same path do not clobber each other's temp file.
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, path)?;
-        // Persist the rename itself; not all platforms allow opening a directory.
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn checksum_error(bytes: &[u8]) -> CheckpointError {
-    let body_end = bytes.len().saturating_sub(CRC_LEN);
-    let stored = bytes
-        .get(body_end..)
-        .and_then(|b| b.try_into().ok())
-        .map(u32::from_le_bytes)
-        .unwrap_or(0);
-    CheckpointError::ChecksumMismatch {
-        stored,
-        computed: crc32fast::hash(&bytes[..body_end]),
-    }
 }
 
 fn architecture_mismatch(found: NetConfig, expected: NetConfig) -> CheckpointError {

@@ -22,15 +22,16 @@
 //! would have given, coded as `result`, or 255 for none); `sample_count u32`; each sample:
 //! `ply u32`, `root_value f32`, `entry_count u16`, entries of `move u16, prob f32`.
 //!
-//! Shards are written to a dot-prefixed `.tmp` file, synced and renamed, so a reader listing
+//! The header and checksum are [`yari_io::frame`]'s, shared with checkpoints. Shards are
+//! written by [`yari_io::write_atomic`] to a dot-prefixed `.tmp` file, synced and renamed, so a reader listing
 //! a directory with [`list_shards`] never sees a half-written shard.
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+use yari_io::frame::{Format, FrameError};
 use yari_rules::{Color, EndReason, Move, Position, MAX_MOVES};
 
 /// First bytes of every shard.
@@ -40,8 +41,10 @@ pub const FORMAT_VERSION: u32 = 1;
 /// File extension of finished shards.
 pub const SHARD_EXTENSION: &str = "yshard";
 
-const HEADER_LEN: usize = 20;
-const CRC_LEN: usize = 4;
+const FORMAT: Format = Format {
+    magic: MAGIC,
+    version: FORMAT_VERSION,
+};
 const MAX_FEN_LEN: usize = 512;
 const MAX_GAME_MOVES: usize = 100_000;
 
@@ -70,6 +73,24 @@ pub enum RecordError {
     InvalidGame { game_id: u64, what: String },
     #[error("refusing to overwrite existing shard {0}")]
     AlreadyExists(PathBuf),
+}
+
+impl From<FrameError> for RecordError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::Truncated { expected, actual } => {
+                RecordError::Truncated { expected, actual }
+            }
+            FrameError::BadMagic { found, .. } => RecordError::BadMagic { found },
+            FrameError::UnsupportedVersion { found, .. } => {
+                RecordError::UnsupportedVersion { found }
+            }
+            FrameError::TrailingData { extra } => RecordError::TrailingData { extra },
+            FrameError::ChecksumMismatch { stored, computed } => {
+                RecordError::ChecksumMismatch { stored, computed }
+            }
+        }
+    }
 }
 
 /// Who won.
@@ -386,15 +407,7 @@ pub fn encode_shard(games: &[GameRecord]) -> Result<Vec<u8>, RecordError> {
         }
         encode_game(g, &mut payload);
     }
-    let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + CRC_LEN);
-    out.extend_from_slice(&MAGIC);
-    put_u32(&mut out, FORMAT_VERSION);
-    put_u32(&mut out, games.len() as u32);
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&payload);
-    let crc = crc32fast::hash(&out);
-    put_u32(&mut out, crc);
-    Ok(out)
+    Ok(FORMAT.encode(games.len() as u32, payload.len() as u64, &payload))
 }
 
 /// Bounds-checked reading of the payload.
@@ -521,49 +534,14 @@ fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, RecordError> {
 /// Parses and verifies shard bytes: length, magic, version, checksum, then every game
 /// structurally and by replaying it ([`GameRecord::validate`]).
 pub fn decode_shard(bytes: &[u8]) -> Result<Vec<GameRecord>, RecordError> {
-    let actual = bytes.len() as u64;
-    if bytes.len() < HEADER_LEN + CRC_LEN {
-        // Even the magic may be cut off; say "truncated" only for a prefix of a shard.
-        let n = bytes.len().min(4);
-        if bytes[..n] != MAGIC[..n] {
-            let mut found = [0u8; 4];
-            found[..n].copy_from_slice(&bytes[..n]);
-            return Err(RecordError::BadMagic { found });
-        }
-        return Err(RecordError::Truncated {
-            expected: (HEADER_LEN + CRC_LEN) as u64,
-            actual,
-        });
-    }
-    let found: [u8; 4] = bytes[0..4].try_into().expect("4 bytes");
-    if found != MAGIC {
-        return Err(RecordError::BadMagic { found });
-    }
-    let version = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-    if version != FORMAT_VERSION {
-        return Err(RecordError::UnsupportedVersion { found: version });
-    }
-    let games = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
-    let payload_len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
-    let expected = payload_len.saturating_add((HEADER_LEN + CRC_LEN) as u64);
-    if actual < expected {
-        return Err(RecordError::Truncated { expected, actual });
-    }
-    if actual > expected {
-        return Err(RecordError::TrailingData {
-            extra: actual - expected,
-        });
-    }
-    let body_end = bytes.len() - CRC_LEN;
-    let stored = u32::from_le_bytes(bytes[body_end..].try_into().expect("4 bytes"));
-    let computed = crc32fast::hash(&bytes[..body_end]);
-    if stored != computed {
-        return Err(RecordError::ChecksumMismatch { stored, computed });
-    }
+    let frame = FORMAT
+        .decode(bytes, |_, payload_len| Some(payload_len))
+        .map_err(RecordError::from)?;
+    let games = frame.word as usize;
     let mut c = Cursor {
-        bytes: &bytes[HEADER_LEN..body_end],
+        bytes: frame.body,
         pos: 0,
-        base: HEADER_LEN,
+        base: yari_io::frame::HEADER_LEN,
     };
     let mut out = Vec::with_capacity(games.min(1 << 16));
     for _ in 0..games {
@@ -602,31 +580,10 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RecordError + '_ {
 pub fn write_shard(path: impl AsRef<Path>, games: &[GameRecord]) -> Result<(), RecordError> {
     let path = path.as_ref();
     let bytes = encode_shard(games)?;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let write = || -> Result<(), RecordError> {
-        let mut f = File::create(&tmp).map_err(io_err(&tmp))?;
-        f.write_all(&bytes).map_err(io_err(&tmp))?;
-        f.sync_all().map_err(io_err(&tmp))?;
-        fs::rename(&tmp, path).map_err(io_err(path))?;
-        Ok(())
-    };
-    if let Err(e) = write() {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    // Persist the rename itself; not every platform can open a directory, hence best effort.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    yari_io::write_atomic(path, &bytes).map_err(|e| RecordError::Io {
+        path: e.path().to_path_buf(),
+        source: e.into_io(),
+    })
 }
 
 /// Finished shards in `dir` (temporary files ignored), sorted by name.

@@ -109,6 +109,15 @@ pub enum TrainError {
     },
 }
 
+impl From<yari_io::Error> for TrainError {
+    fn from(e: yari_io::Error) -> Self {
+        TrainError::Io {
+            path: e.path().to_path_buf(),
+            source: e.into_io(),
+        }
+    }
+}
+
 impl TrainError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
         TrainError::Io {

@@ -6,16 +6,14 @@
 //! fragment. A resumed run repeats the steps after its last checkpoint: readers that need one
 //! value per step keep the last record of each step ([`read_metrics`] does).
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::TrainError;
 
 /// File name of the metrics log inside the run directory.
-pub const METRICS_FILE: &str = "metrics.jsonl";
+pub const METRICS_FILE: &str = yari_io::layout::METRICS_FILE;
 
 /// What one optimizer step measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,43 +46,17 @@ pub struct StepMetrics {
 }
 
 /// Appends metrics records to the log.
-pub struct MetricsWriter {
-    path: PathBuf,
-    file: File,
-}
+pub struct MetricsWriter(yari_io::jsonl::Writer);
 
 impl MetricsWriter {
     /// Opens (creating) the log for appending, terminating a torn last line first.
     pub fn open(path: &Path) -> Result<Self, TrainError> {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| TrainError::io(path, e))?;
-        let len = file.metadata().map_err(|e| TrainError::io(path, e))?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1))
-                .and_then(|_| file.read_exact(&mut last))
-                .map_err(|e| TrainError::io(path, e))?;
-            if last[0] != b'\n' {
-                file.write_all(b"\n").map_err(|e| TrainError::io(path, e))?;
-            }
-        }
-        Ok(Self {
-            path: path.to_path_buf(),
-            file,
-        })
+        Ok(Self(yari_io::jsonl::Writer::open(path)?))
     }
 
-    /// Appends one record as one line.
+    /// Appends one record as one line (not synced: a lost step is redone from the checkpoint).
     pub fn append(&mut self, m: &StepMetrics) -> Result<(), TrainError> {
-        let mut line = serde_json::to_vec(m).expect("metrics serialise");
-        line.push(b'\n');
-        self.file
-            .write_all(&line)
-            .map_err(|e| TrainError::io(&self.path, e))
+        Ok(self.0.append(m)?)
     }
 }
 
@@ -92,16 +64,10 @@ impl MetricsWriter {
 /// repeated by a resumed run show the values of the run that continued), unparsable lines
 /// (a torn last line) skipped. A missing file reads as empty.
 pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>, TrainError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(TrainError::io(path, e)),
-    };
+    let read = yari_io::jsonl::read::<StepMetrics>(path)?;
     let mut by_step = std::collections::BTreeMap::new();
-    for line in text.lines() {
-        if let Ok(m) = serde_json::from_str::<StepMetrics>(line) {
-            by_step.insert(m.step, m);
-        }
+    for m in read.records {
+        by_step.insert(m.step, m);
     }
     Ok(by_step.into_values().collect())
 }
@@ -109,6 +75,8 @@ pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>, TrainError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
+    use std::io::Write;
 
     fn record(step: u64, loss: f64) -> StepMetrics {
         StepMetrics {

@@ -12,14 +12,14 @@ use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
 use crate::error::TrainError;
-use crate::metrics::{read_metrics, METRICS_FILE};
+use crate::metrics::read_metrics;
 
 /// The embedded font (Latin-1 subset of DejaVu Sans; licence in `assets/LICENSE-DejaVu.txt`).
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
 /// Ledger of the `yari run` loop: one JSON object a line with `generation` and `elo`.
-pub const LEDGER_FILE: &str = "ledger.jsonl";
+pub const LEDGER_FILE: &str = yari_io::layout::LEDGER_FILE;
 /// Subdirectory of the run directory the images go to.
-pub const PLOTS_DIR: &str = "plots";
+pub const PLOTS_DIR: &str = yari_io::layout::PLOTS_DIR;
 
 fn register_fonts() {
     static ONCE: Once = Once::new();
@@ -212,9 +212,10 @@ fn draw_lines<DB: DrawingBackend>(
 /// an error (the list is then empty).
 pub fn plot_run(run_dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
     register_fonts();
-    let metrics = read_metrics(&run_dir.join(METRICS_FILE))?;
-    let ledger = read_ledger(&run_dir.join(LEDGER_FILE))?;
-    let out_dir = run_dir.join(PLOTS_DIR);
+    let paths = yari_io::RunPaths::new(run_dir);
+    let metrics = read_metrics(&paths.metrics_file())?;
+    let ledger = read_ledger(&paths.ledger_file())?;
+    let out_dir = paths.plots_dir();
     let mut written = Vec::new();
     if metrics.is_empty() && ledger.is_empty() {
         return Ok(written);

@@ -36,7 +36,7 @@ use crate::metrics::{MetricsWriter, StepMetrics, METRICS_FILE};
 use crate::window::{Batch, Prefetcher, ReplayWindow, WindowSnapshot};
 
 /// Subdirectory of the run directory holding the trainer's resumable state.
-pub const TRAIN_DIR: &str = "train";
+pub const TRAIN_DIR: &str = yari_io::layout::TRAIN_DIR;
 /// The state pointer file inside [`TRAIN_DIR`].
 pub const STATE_FILE: &str = "state.json";
 /// Position counts of the shards seen, inside [`TRAIN_DIR`] (see [`ReplayWindow::with_index`]).
@@ -338,32 +338,6 @@ fn now_unix_s() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        TrainError::io(path, e)
-    })
-}
-
 /// The device training runs on: the model crate's default device (a GPU when the model crate
 /// is built with a GPU backend, else its CPU backend) with autodiff.
 pub fn training_device() -> Device {
@@ -397,7 +371,7 @@ impl Trainer {
         let window = ReplayWindow::new(config.games_dir_in(run_dir), config.window.clone())
             .with_index(train_dir.join(SHARD_INDEX_FILE));
         let metrics = MetricsWriter::open(&run_dir.join(METRICS_FILE))?;
-        write_atomic(
+        yari_io::write_atomic(
             &train_dir.join("config.json"),
             &serde_json::to_vec_pretty(&config).expect("config serialises"),
         )?;
@@ -677,7 +651,7 @@ impl Trainer {
                 path: optim_path.clone(),
                 what: e.to_string(),
             })?;
-        write_atomic(&optim_path, &bytes)?;
+        yari_io::write_atomic(&optim_path, &bytes)?;
         let state = TrainState {
             format: STATE_FORMAT,
             step,
@@ -691,7 +665,7 @@ impl Trainer {
             saved_unix_s: now_unix_s() as u64,
         };
         let state_path = self.train_dir.join(STATE_FILE);
-        write_atomic(
+        yari_io::write_atomic(
             &state_path,
             &serde_json::to_vec_pretty(&state).expect("state serialises"),
         )?;

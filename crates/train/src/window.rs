@@ -246,7 +246,7 @@ impl ReplayWindow {
         };
         if self.index.as_ref() != Some(&index) {
             let bytes = serde_json::to_vec(&index).expect("index serialises");
-            crate::trainer::write_atomic(path, &bytes)?;
+            yari_io::write_atomic(path, &bytes)?;
             self.index = Some(index);
         }
         Ok(())

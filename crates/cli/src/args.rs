@@ -1,0 +1,212 @@
+//! The command line: every subcommand and its options.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "yari",
+    version,
+    about = "Self-play reinforcement learning for Yari Shogi"
+)]
+pub struct Cli {
+    /// Compute device for networks: flex (CPU), wgpu (GPU through Vulkan/Metal/DX12; needs a
+    /// build with `--features wgpu`), ndarray, cuda. Default: $YARI_DEVICE, else the first
+    /// compiled backend, GPUs first.
+    #[arg(long, global = true)]
+    pub device: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// The whole training loop (self-play, train, gate, rate) until the budget is spent.
+    /// With no arguments: the built-in default config into data/runs/default; running the
+    /// same command on an existing run directory resumes it.
+    Run {
+        /// Run config (TOML); default: the built-in configs/default.toml.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Run directory; default: data/runs/<run.name from the config>.
+        #[arg(long)]
+        run_dir: Option<PathBuf>,
+    },
+    /// Verify a run directory: every shard's checksum, every checkpoint, state.json against
+    /// the files it names, the JSON-lines logs, stray temporary files. Exits non-zero on damage.
+    Check { run_dir: PathBuf },
+    /// Play self-play games with a network and write them as record shards.
+    Selfplay {
+        /// Network checkpoint (default: uniform priors, no network).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        #[arg(long)]
+        games: usize,
+        /// Output directory for the shards (e.g. RUN_DIR/games/extra-1).
+        #[arg(long)]
+        out: PathBuf,
+        /// Self-play config: a TOML file with the fields of a run config's `[selfplay]` table,
+        /// or a whole run config (its `[selfplay]` table is used).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Train the network of a run directory on its self-play games.
+    Train {
+        #[arg(long)]
+        run_dir: PathBuf,
+        /// Training config: a TOML file with a run config's `[train]` fields, or a whole run
+        /// config (its `[train]` table is used).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Optimizer steps (default: the config's steps_per_generation).
+        #[arg(long)]
+        steps: Option<u64>,
+    },
+    /// Draw a run's metrics (losses, Elo per generation) to PNG files under RUN_DIR/plots.
+    Plot { run_dir: PathBuf },
+    /// Play a match between two players: random, alphabeta:N, mcts:SIMS, model:FILE:SIMS,
+    /// model[c_puct=X,fpu=X,reuse=0|1,mate=N,gumbel=N,pst=X]:FILE:SIMS, uci:COMMAND,
+    /// uci[nodes=N,movetime=MS]:COMMAND, fsf[nodes=N].
+    Arena {
+        #[arg(long)]
+        a: String,
+        #[arg(long)]
+        b: String,
+        #[arg(long, default_value_t = 100)]
+        games: usize,
+        /// Stop early by SPRT with these Elo bounds, e.g. 0,50.
+        #[arg(long, value_parser = parse_pair)]
+        sprt: Option<(f64, f64)>,
+        /// Append every game to this JSON-lines file.
+        #[arg(long)]
+        games_file: Option<PathBuf>,
+        /// Games in flight at once (0: one per CPU).
+        #[arg(long, default_value_t = 0)]
+        concurrency: usize,
+        /// Plies after which a game is a draw by adjudication.
+        #[arg(long, default_value_t = 400)]
+        ply_cap: usize,
+        /// Random plies from the start position before the players take over.
+        #[arg(long, default_value_t = 4)]
+        opening_plies: usize,
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+        /// Also print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One rating list (Bradley-Terry, random = 0) over every arena game of a run.
+    Ratings {
+        run_dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a self-contained network file from a run (its best network by default).
+    Export {
+        #[arg(long)]
+        run_dir: PathBuf,
+        /// `best`, or a checkpoint path.
+        #[arg(long, default_value = "best")]
+        checkpoint: String,
+        #[arg(long)]
+        out: PathBuf,
+        /// Ship the mean of the checkpoint's weights and those of the N-1 generations before
+        /// it (stochastic weight averaging); 1 exports the checkpoint as it is.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        average: u32,
+    },
+    /// Count the leaf nodes of the legal move tree (the last line printed is the count).
+    Perft {
+        depth: u32,
+        /// Position to start from (default: the start position).
+        #[arg(long)]
+        fen: Option<String>,
+        /// Also print the count below each legal move.
+        #[arg(long)]
+        divide: bool,
+    },
+    /// Print the sorted legal moves of a position on one line; with no --fen, one line per FEN
+    /// read from standard input.
+    Legal {
+        #[arg(long)]
+        fen: Option<String>,
+    },
+    /// Play a game against the network in the terminal.
+    Play {
+        /// Network file (default: the shipped data/models/default.yari; `uniform` for none).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Your colour.
+        #[arg(long, default_value = "white", value_parser = ["white", "black"])]
+        color: String,
+        /// Simulations per engine move (default 1600).
+        #[arg(long, conflicts_with = "movetime")]
+        sims: Option<u32>,
+        /// Thinking time per engine move, in milliseconds.
+        #[arg(long)]
+        movetime: Option<u64>,
+    },
+    /// Run as a UCI engine (Fairy-Stockfish's dialect, variant yarishogi) on stdin/stdout.
+    Uci {
+        /// Network file (default: the shipped data/models/default.yari; `uniform` for none).
+        #[arg(long)]
+        model: Option<PathBuf>,
+    },
+    /// Measure speed.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Self-play positions per second and the share of time spent outside the network, with the
+    /// default run's network and self-play settings, or those of --config (an untrained
+    /// network; YARI_BENCH_SECONDS sets the duration, RAYON_NUM_THREADS the threads).
+    Selfplay {
+        #[arg(long)]
+        json: bool,
+        /// A run config whose network and self-play settings to measure.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Training samples per second for the default run's network and batch size, or those of
+    /// --config.
+    Train {
+        #[arg(long)]
+        json: bool,
+        /// A run config whose network and training settings to measure.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Network positions per second at batch 1, 64 and 256, against the matmul peak (the
+    /// 6x64 reference net, or the network of --config).
+    Nn {
+        #[arg(long)]
+        batch: Option<usize>,
+        #[arg(long)]
+        json: bool,
+        /// A run config whose network to measure.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Perft leaves per second: start position depths 5 and 6, and a middle game with full hands.
+    Perft {
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Skip depth 6 (about 64 million leaves) for a quick run.
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+pub fn parse_pair(text: &str) -> std::result::Result<(f64, f64), String> {
+    let (a, b) = text
+        .split_once(',')
+        .ok_or_else(|| format!("expected two numbers like 0,50, got {text:?}"))?;
+    let parse = |x: &str| x.trim().parse::<f64>().map_err(|e| format!("{x:?}: {e}"));
+    Ok((parse(a)?, parse(b)?))
+}

@@ -1,0 +1,157 @@
+//! Where each file of a run directory lives: the one list of names, so that the crates that
+//! write a run (self-play, training, the arena, the loop) and those that read it (`yari check`,
+//! `ratings`, `export`, the plots) cannot disagree. Typed access to the files' contents is
+//! `yari_loop::RunDir`'s; this is only the map, low enough in the dependency order for every
+//! crate to use.
+
+use std::path::{Path, PathBuf};
+
+/// The run's config, fixed at creation (a resumed run uses it).
+pub const CONFIG_FILE: &str = "config.toml";
+/// The loop's progress: generation, phase, best network.
+pub const STATE_FILE: &str = "state.json";
+/// Networks, one per generation: `models/gen-NNNN.yari`.
+pub const MODELS_DIR: &str = "models";
+/// Self-play shards, one folder per generation: `games/gen-NNNN/*.yshard`.
+pub const GAMES_DIR: &str = "games";
+/// The trainer's resumable state.
+pub const TRAIN_DIR: &str = "train";
+/// The trainer's per-step metrics (JSON lines).
+pub const METRICS_FILE: &str = "metrics.jsonl";
+/// Every arena game (gating and rating), one JSON-lines file per match.
+pub const ARENA_DIR: &str = "arena";
+/// Every gating decision (JSON lines).
+pub const LEDGER_FILE: &str = "ledger.jsonl";
+/// Every rating of a best network against a baseline (JSON lines).
+pub const RATINGS_FILE: &str = "ratings.jsonl";
+/// One entry per finished generation (a JSON array).
+pub const SUMMARY_FILE: &str = "summary.json";
+/// Plots refreshed after each generation.
+pub const PLOTS_DIR: &str = "plots";
+/// File extension of network checkpoints.
+pub const MODEL_EXTENSION: &str = "yari";
+
+/// `gen-NNNN`: the name of generation `g`'s network, games folder and matches, and the key
+/// that identifies its network as a player.
+pub fn generation_name(g: u32) -> String {
+    format!("gen-{g:04}")
+}
+
+/// The generation of a `gen-NNNN` name (or a file stem like it), if it is one.
+pub fn parse_generation_name(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("gen-")?;
+    if digits.len() < 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The paths of one run directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunPaths {
+    root: PathBuf,
+}
+
+impl RunPaths {
+    /// The run directory at `root` (nothing is checked or created).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        RunPaths { root: root.into() }
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `root/rel`, for the relative paths the run's own files record.
+    pub fn resolve(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// See [`CONFIG_FILE`].
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join(CONFIG_FILE)
+    }
+
+    /// See [`STATE_FILE`].
+    pub fn state_file(&self) -> PathBuf {
+        self.root.join(STATE_FILE)
+    }
+
+    /// See [`MODELS_DIR`].
+    pub fn models_dir(&self) -> PathBuf {
+        self.root.join(MODELS_DIR)
+    }
+
+    /// `models/gen-NNNN.yari`, relative to the run directory, as `state.json` records it.
+    pub fn model_rel(g: u32) -> String {
+        format!("{MODELS_DIR}/{}.{MODEL_EXTENSION}", generation_name(g))
+    }
+
+    /// Generation `g`'s network.
+    pub fn model_file(&self, g: u32) -> PathBuf {
+        self.root.join(Self::model_rel(g))
+    }
+
+    /// See [`GAMES_DIR`].
+    pub fn games_dir(&self) -> PathBuf {
+        self.root.join(GAMES_DIR)
+    }
+
+    /// Generation `g`'s self-play shards.
+    pub fn generation_games_dir(&self, g: u32) -> PathBuf {
+        self.games_dir().join(generation_name(g))
+    }
+
+    /// See [`TRAIN_DIR`].
+    pub fn train_dir(&self) -> PathBuf {
+        self.root.join(TRAIN_DIR)
+    }
+
+    /// See [`METRICS_FILE`].
+    pub fn metrics_file(&self) -> PathBuf {
+        self.root.join(METRICS_FILE)
+    }
+
+    /// See [`ARENA_DIR`].
+    pub fn arena_dir(&self) -> PathBuf {
+        self.root.join(ARENA_DIR)
+    }
+
+    /// See [`LEDGER_FILE`].
+    pub fn ledger_file(&self) -> PathBuf {
+        self.root.join(LEDGER_FILE)
+    }
+
+    /// See [`RATINGS_FILE`].
+    pub fn ratings_file(&self) -> PathBuf {
+        self.root.join(RATINGS_FILE)
+    }
+
+    /// See [`SUMMARY_FILE`].
+    pub fn summary_file(&self) -> PathBuf {
+        self.root.join(SUMMARY_FILE)
+    }
+
+    /// See [`PLOTS_DIR`].
+    pub fn plots_dir(&self) -> PathBuf {
+        self.root.join(PLOTS_DIR)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_names_round_trip() {
+        assert_eq!(generation_name(12), "gen-0012");
+        assert_eq!(parse_generation_name("gen-0012"), Some(12));
+        assert_eq!(parse_generation_name("gen-12345"), Some(12345));
+        assert_eq!(parse_generation_name("gen-12"), None);
+        assert_eq!(parse_generation_name("gen-00x1"), None);
+        assert_eq!(RunPaths::model_rel(3), "models/gen-0003.yari");
+        let p = RunPaths::new("r");
+        assert_eq!(p.generation_games_dir(3), Path::new("r/games/gen-0003"));
+    }
+}

@@ -1,0 +1,296 @@
+//! A run's config (`configs/*.toml`): the `[run]`, `[gate]` and `[rating]` sections defined
+//! here, and the self-play and training sections of their crates.
+//!
+//! There is one source of defaults: `configs/default.toml`, compiled in as [`DEFAULT_CONFIG`].
+//! A config file is laid over it key by key before it is parsed, so a file without `[gate]`
+//! (or with only some of its keys) gets exactly the default run's values, and the `Default`
+//! impls of the sections here are the parsed built-in config too. A field missing from both
+//! is an error rather than a second, silently different default.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use yari_arena::PlayerSpec;
+use yari_selfplay::SelfplayConfig;
+use yari_train::TrainConfig;
+
+use crate::LoopError;
+
+/// The built-in default config: `configs/default.toml`, compiled in.
+pub const DEFAULT_CONFIG: &str = include_str!("../../../configs/default.toml");
+
+/// `[run]`: the budget and shape of the loop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// Directory name under `data/runs/`.
+    pub name: String,
+    /// Stop after this many generations (0: no limit).
+    pub generations: u32,
+    /// Stop starting new generations after this many hours of this run's wall time in total,
+    /// resumed sessions included (0: no limit).
+    pub max_hours: f64,
+    /// Self-play games per generation.
+    pub games_per_generation: usize,
+}
+
+/// `[gate]`: how a candidate is judged against the best.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateSection {
+    /// Games of the gating match at most (SPRT may stop sooner); 0 promotes every candidate
+    /// without a match.
+    pub games: usize,
+    /// Simulations per move for both networks.
+    pub simulations: u32,
+    /// Score (0–1) the candidate needs over all games when the SPRT did not decide.
+    pub threshold: f64,
+    /// Refuse a candidate that did not win more games than it lost (false: a non-regression
+    /// gate, which with a threshold below 0.5 promotes every candidate not shown to be worse).
+    pub require_edge: bool,
+    /// SPRT bounds in Elo; elo1 <= elo0 disables the SPRT.
+    pub sprt_elo0: f64,
+    /// Upper SPRT bound in Elo.
+    pub sprt_elo1: f64,
+    /// SPRT error rate of accepting a worse candidate.
+    pub sprt_alpha: f64,
+    /// SPRT error rate of refusing a better one.
+    pub sprt_beta: f64,
+    /// Random plies from the start position before the players take over, so that the
+    /// deterministic searches do not replay one game.
+    pub opening_plies: usize,
+    /// Plies after which an arena game is a draw by adjudication.
+    pub ply_cap: usize,
+}
+
+/// `[rating]`: the best network against fixed baselines after each generation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatingSection {
+    /// Games against each baseline (0: no rating).
+    pub games: usize,
+    /// Simulations per move for the network.
+    pub simulations: u32,
+    /// Baseline players (arena specs), e.g. `random`, `alphabeta:2`.
+    pub baselines: Vec<String>,
+    /// Rate every this many generations (and always at the last one).
+    pub every: u32,
+    /// Rate only generations whose candidate was promoted: an unchanged best network was
+    /// already rated, and arena time is time not spent on self-play.
+    pub only_promoted: bool,
+}
+
+impl RatingSection {
+    /// Whether generation `g` gets rating games: every `every` generations (only those that
+    /// promoted a candidate when `only_promoted`), and always at the run's last generation.
+    pub fn due(&self, g: u32, promoted: bool, last: bool) -> bool {
+        if self.games == 0 {
+            return false;
+        }
+        last || (g.is_multiple_of(self.every) && (promoted || !self.only_promoted))
+    }
+}
+
+/// A whole run's config: `configs/*.toml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// `[run]`.
+    pub run: RunSection,
+    /// `[selfplay]`.
+    pub selfplay: SelfplayConfig,
+    /// `[train]`.
+    pub train: TrainConfig,
+    /// `[gate]`.
+    pub gate: GateSection,
+    /// `[rating]`.
+    pub rating: RatingSection,
+}
+
+/// The built-in config, parsed once.
+fn builtin() -> &'static RunConfig {
+    static BUILTIN: std::sync::OnceLock<RunConfig> = std::sync::OnceLock::new();
+    BUILTIN.get_or_init(|| {
+        let table: toml::Table = toml::from_str(DEFAULT_CONFIG).expect("built-in config is TOML");
+        toml::Value::Table(table)
+            .try_into()
+            .expect("built-in config parses")
+    })
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        builtin().clone()
+    }
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        builtin().run.clone()
+    }
+}
+
+impl Default for GateSection {
+    fn default() -> Self {
+        builtin().gate.clone()
+    }
+}
+
+impl Default for RatingSection {
+    fn default() -> Self {
+        builtin().rating.clone()
+    }
+}
+
+/// Lays `over` onto `base`: tables merge key by key (recursively), anything else replaces.
+fn overlay(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => overlay(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+fn default_table() -> toml::Table {
+    toml::from_str(DEFAULT_CONFIG).expect("built-in config is TOML")
+}
+
+impl RunConfig {
+    /// Parses a config file's text over the built-in defaults and validates it. `origin`
+    /// names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<RunConfig, LoopError> {
+        let bad = |what: String| LoopError::Config {
+            origin: origin.to_string(),
+            what,
+        };
+        let table: toml::Table = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let mut merged = default_table();
+        overlay(&mut merged, table);
+        let config: RunConfig = toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e: toml::de::Error| bad(e.to_string()))?;
+        config.validate().map_err(bad)?;
+        Ok(config)
+    }
+
+    /// Reads and parses a config file; `None` is the built-in default.
+    pub fn load(path: Option<&Path>) -> Result<RunConfig, LoopError> {
+        match path {
+            None => RunConfig::parse(DEFAULT_CONFIG, "(built-in default)"),
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| LoopError::io(p, e))?;
+                RunConfig::parse(&text, &p.display().to_string())
+            }
+        }
+    }
+
+    /// Checks every field of the loop's own sections and of the crates' sections; the error
+    /// names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let r = &self.run;
+        let valid_name = !r.name.is_empty()
+            && r.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !valid_name {
+            return Err(format!(
+                "run.name = {:?}: use letters, digits, '-', '_' or '.'",
+                r.name
+            ));
+        }
+        if !(r.max_hours.is_finite() && r.max_hours >= 0.0) {
+            return Err(format!("run.max_hours = {}: must be >= 0", r.max_hours));
+        }
+        if r.generations == 0 && r.max_hours == 0.0 {
+            return Err(
+                "run.generations and run.max_hours are both 0: the run would never stop".into(),
+            );
+        }
+        if r.games_per_generation == 0 {
+            return Err("run.games_per_generation must be at least 1".into());
+        }
+        self.selfplay.validate().map_err(|e| e.to_string())?;
+        self.train.validate().map_err(|e| e.to_string())?;
+        let g = &self.gate;
+        if g.games > 0 && g.simulations == 0 {
+            return Err("gate.simulations must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&g.threshold) {
+            return Err(format!(
+                "gate.threshold = {}: must be in [0, 1]",
+                g.threshold
+            ));
+        }
+        for (name, v) in [
+            ("gate.sprt_elo0", g.sprt_elo0),
+            ("gate.sprt_elo1", g.sprt_elo1),
+        ] {
+            if !v.is_finite() {
+                return Err(format!("{name} = {v}: must be a finite number"));
+            }
+        }
+        for (name, v) in [
+            ("gate.sprt_alpha", g.sprt_alpha),
+            ("gate.sprt_beta", g.sprt_beta),
+        ] {
+            if !(v > 0.0 && v < 0.5) {
+                return Err(format!("{name} = {v}: must be in (0, 0.5)"));
+            }
+        }
+        if g.ply_cap < 10 {
+            return Err(format!("gate.ply_cap = {}: must be at least 10", g.ply_cap));
+        }
+        let rt = &self.rating;
+        if rt.games > 0 && rt.simulations == 0 {
+            return Err("rating.simulations must be at least 1".into());
+        }
+        if rt.every == 0 {
+            return Err("rating.every must be at least 1".into());
+        }
+        for b in &rt.baselines {
+            PlayerSpec::parse(b).map_err(|e| format!("rating.baselines: {b:?}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads one section of a config file: either a file holding just that section's fields, or a
+/// whole run config (then its `[name]` section). Either way the built-in defaults fill the
+/// rest, and a whole config is validated like a run's.
+pub fn section_from_file<T: DeserializeOwned>(path: &Path, name: &str) -> Result<T, LoopError> {
+    let origin = path.display().to_string();
+    let bad = |what: String| LoopError::Config {
+        origin: origin.clone(),
+        what,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| LoopError::io(path, e))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let whole = ["run", "selfplay", "train", "gate", "rating"]
+        .iter()
+        .any(|k| table.contains_key(*k));
+    let section = if whole {
+        let config = RunConfig::parse(&text, &origin)?;
+        match name {
+            "selfplay" => toml::Value::try_from(&config.selfplay),
+            "train" => toml::Value::try_from(&config.train),
+            "gate" => toml::Value::try_from(&config.gate),
+            "rating" => toml::Value::try_from(&config.rating),
+            _ => toml::Value::try_from(&config.run),
+        }
+        .map_err(|e| bad(e.to_string()))?
+    } else {
+        let mut base = match default_table().remove(name) {
+            Some(toml::Value::Table(t)) => t,
+            _ => toml::Table::new(),
+        };
+        overlay(&mut base, table);
+        toml::Value::Table(base)
+    };
+    section
+        .try_into()
+        .map_err(|e: toml::de::Error| bad(format!("[{name}]: {e}")))
+}

@@ -1,0 +1,442 @@
+//! The phases of a generation, each one function with typed inputs and outputs.
+//!
+//! Every phase is idempotent with respect to a kill: what it finds already done on disk (games
+//! of the generation, training steps up to the target, a gating decision in the ledger,
+//! ratings of the generation in `ratings.jsonl`) is kept and not redone, so running a phase
+//! again after a kill only finishes it.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use yari_arena::{
+    GameConfig, GameView, GateConfig, MatchConfig, Player, PlayerError, PlayerFactory, PlayerSpec,
+    SprtConfig, SprtModel,
+};
+use yari_io::layout::generation_name;
+use yari_io::RunPaths;
+use yari_rules::Move;
+use yari_selfplay::{run_selfplay, RunOptions, SelfplayStats, ShardWriter};
+use yari_train::Trainer;
+
+use crate::driver::Log;
+use crate::run_dir::{PlayerKey, RatingEntry, RunDir};
+use crate::{LoopError, RunConfig};
+
+/// What the self-play phase did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SelfplayOutcome {
+    /// Games of the generation on disk now.
+    pub games: u64,
+    /// Positions of the games played by this call.
+    pub positions: u64,
+    /// Seconds this call spent.
+    pub seconds: f64,
+}
+
+/// Finished games in the shards of `dir` (0 for a missing folder).
+pub fn count_games(dir: &Path) -> Result<usize, LoopError> {
+    if !dir.exists() {
+        return Ok(0);
+    }
+    let mut n = 0;
+    for shard in yari_selfplay::list_shards(dir)? {
+        n += yari_selfplay::read_shard(&shard)?.len();
+    }
+    Ok(n)
+}
+
+/// Finished games under every folder of `games/`: what a learner compares with the count at
+/// its last generation to know how many new games the workers have written.
+pub fn total_games(run: &RunDir) -> Result<usize, LoopError> {
+    let games = run.paths().games_dir();
+    let mut n = count_games(&games)?;
+    if games.exists() {
+        let entries = std::fs::read_dir(&games).map_err(|e| LoopError::io(&games, e))?;
+        for entry in entries.flatten() {
+            if entry.path().is_dir() {
+                n += count_games(&entry.path())?;
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// A shard name prefix no other process writing into the same folder uses: the host name and
+/// the process id (with the generation, for the shards of a single-process run).
+pub fn worker_prefix() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{host}-{}", std::process::id())
+}
+
+/// Loads a network of the run and plays `games` self-play games with it, written as shards
+/// `{prefix}-NNNNN.yshard` into `out`. `seed` varies the games (the config's seed is mixed in).
+pub fn play_games(
+    run: &RunDir,
+    config: &RunConfig,
+    network: &str,
+    games: usize,
+    out: &Path,
+    prefix: &str,
+    seed: u64,
+    log: Log,
+) -> Result<SelfplayStats, LoopError> {
+    let path = run.paths().resolve(network);
+    let evaluator =
+        yari_model::eval::NetEvaluator::from_checkpoint(&path, yari_model::default_device())
+            .map_err(|source| LoopError::Checkpoint {
+                path: path.clone(),
+                source,
+            })?;
+    let mut sp = config.selfplay.clone();
+    sp.seed = sp.seed.wrapping_mul(0x9E37_79B9).wrapping_add(seed);
+    let mut writer = ShardWriter::new(out, prefix, sp.games_per_shard)?;
+    let stats = run_selfplay(
+        &evaluator,
+        &sp,
+        games,
+        RunOptions {
+            progress: true,
+            ..RunOptions::default()
+        },
+        |game| writer.push(game),
+    )?;
+    writer.finish()?;
+    log(&stats.summary());
+    Ok(stats)
+}
+
+/// Plays generation `g`'s games that are not already on disk with the network `best`.
+pub fn selfplay(
+    run: &RunDir,
+    config: &RunConfig,
+    g: u32,
+    best: &str,
+    log: Log,
+) -> Result<SelfplayOutcome, LoopError> {
+    let dir = run.paths().generation_games_dir(g);
+    std::fs::create_dir_all(&dir).map_err(|e| LoopError::io(&dir, e))?;
+    let done = count_games(&dir)?;
+    let target = config.run.games_per_generation;
+    let start = Instant::now();
+    let mut positions = 0;
+    if done < target {
+        let remaining = target - done;
+        log(&format!(
+            "generation {g}: self-play {remaining} games with {best}"
+        ));
+        // A distinct stream per generation and per resumption point, so resumed games are new
+        // games rather than repeats of the ones already stored.
+        let seed = ((g as u64) << 32) | done as u64;
+        let prefix = format!("{}-{done:06}", generation_name(g));
+        let stats = play_games(run, config, best, remaining, &dir, &prefix, seed, log)?;
+        positions = stats.samples;
+    }
+    Ok(SelfplayOutcome {
+        games: target.max(done) as u64,
+        positions,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// What the training phase did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TrainOutcome {
+    /// Mean losses of the steps run by this call (`None`: none were left to run).
+    pub loss: Option<f64>,
+    /// Mean policy loss.
+    pub policy_loss: Option<f64>,
+    /// Mean value loss.
+    pub value_loss: Option<f64>,
+    /// Trainer step after training.
+    pub step: u64,
+    /// The candidate written, relative to the run directory.
+    pub candidate: String,
+}
+
+/// The trainer step at which a generation that starts training now should stop.
+pub fn train_target(run: &RunDir, config: &RunConfig) -> Result<u64, LoopError> {
+    let step = Trainer::read_state(run.root())?.map_or(0, |s| s.step);
+    Ok(step + config.train.steps_per_generation)
+}
+
+/// Trains up to step `target` (resuming a killed session's steps) and writes generation `g`'s
+/// candidate `models/gen-NNNN.yari`, recording `parent` as the network it descends from.
+pub fn train(
+    run: &RunDir,
+    config: &RunConfig,
+    g: u32,
+    parent: &str,
+    target: u64,
+    log: Log,
+) -> Result<TrainOutcome, LoopError> {
+    let mut trainer = Trainer::open(run.root(), config.train.clone())?;
+    let steps = target.saturating_sub(trainer.step());
+    log(&format!(
+        "generation {g}: training {steps} steps (to step {target})"
+    ));
+    let mut out = TrainOutcome::default();
+    if steps > 0 {
+        let s = trainer.train_steps(steps, true)?;
+        log(&format!(
+            "generation {g}: loss {:.4} (policy {:.4}, value {:.4}), {:.0} positions/s",
+            s.loss, s.policy_loss, s.value_loss, s.samples_per_s
+        ));
+        (out.loss, out.policy_loss, out.value_loss) =
+            (Some(s.loss), Some(s.policy_loss), Some(s.value_loss));
+    }
+    out.candidate = RunPaths::model_rel(g);
+    trainer.save_checkpoint(
+        &run.paths().resolve(&out.candidate),
+        g,
+        Some(parent.to_string()),
+    )?;
+    out.step = trainer.step();
+    Ok(out)
+}
+
+/// A player factory whose players carry the run's key as their name, so that game files,
+/// the ledger and the rating list name a network `gen-0012` wherever the run directory is.
+struct Keyed {
+    key: PlayerKey,
+    inner: Box<dyn PlayerFactory>,
+}
+
+struct KeyedPlayer {
+    key: String,
+    inner: Box<dyn Player>,
+}
+
+impl Player for KeyedPlayer {
+    fn name(&self) -> &str {
+        &self.key
+    }
+    fn new_game(&mut self, seed: u64) -> Result<(), PlayerError> {
+        self.inner.new_game(seed)
+    }
+    fn choose_move(&mut self, game: &GameView<'_>) -> Result<Move, PlayerError> {
+        self.inner.choose_move(game)
+    }
+}
+
+impl PlayerFactory for Keyed {
+    fn name(&self) -> String {
+        self.key.to_string()
+    }
+    fn build(&self) -> Result<Box<dyn Player>, PlayerError> {
+        Ok(Box::new(KeyedPlayer {
+            key: self.key.to_string(),
+            inner: self.inner.build()?,
+        }))
+    }
+}
+
+/// The run's network `rel` as an arena player named by its key.
+fn network_player(run: &RunDir, rel: &str, sims: u32) -> Result<Box<dyn PlayerFactory>, LoopError> {
+    let spec = PlayerSpec::Model {
+        path: run.paths().resolve(rel),
+        sims,
+        options: Default::default(),
+    };
+    Ok(Box::new(Keyed {
+        key: PlayerKey::of_model(rel),
+        inner: spec.factory()?,
+    }))
+}
+
+fn match_config(config: &RunConfig, games_file: PathBuf, seed: u64, games: usize) -> MatchConfig {
+    MatchConfig {
+        games,
+        game: GameConfig {
+            ply_cap: Some(config.gate.ply_cap),
+        },
+        openings: Vec::new(),
+        opening_plies: config.gate.opening_plies,
+        concurrency: 0,
+        sprt: None,
+        progress: true,
+        games_file: Some(games_file),
+        seed,
+    }
+}
+
+/// What the gate decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateOutcome {
+    /// Whether the candidate became the best.
+    pub promoted: bool,
+    /// The candidate's score (`None`: no match was played).
+    pub score: Option<f64>,
+    /// The candidate's Elo against the best.
+    pub elo: Option<f64>,
+    /// The best network after the gate, relative to the run directory.
+    pub best: String,
+}
+
+/// Gates generation `g`'s `candidate` against `best`. A decision already in the ledger for
+/// this candidate (the process died after writing it) stands and is not played again.
+pub fn gate(
+    run: &RunDir,
+    config: &RunConfig,
+    g: u32,
+    candidate: &str,
+    best: &str,
+    log: Log,
+) -> Result<GateOutcome, LoopError> {
+    let gc = &config.gate;
+    if gc.games == 0 {
+        return Ok(GateOutcome {
+            promoted: true,
+            score: None,
+            elo: None,
+            best: candidate.to_string(),
+        });
+    }
+    let key = PlayerKey::of_model(candidate);
+    let ledger = run.paths().ledger_file();
+    let existing = yari_arena::read_ledger(&ledger)?
+        .records
+        .into_iter()
+        .rev()
+        .find(|d| PlayerKey::from_recorded(&d.candidate) == key);
+    let decision = match existing {
+        Some(d) => d,
+        None => {
+            let games_file = run
+                .paths()
+                .arena_dir()
+                .join(format!("gate-{}.jsonl", generation_name(g)));
+            // A partial games file of a killed match would double-count its games.
+            let _ = std::fs::remove_file(&games_file);
+            log(&format!(
+                "generation {g}: gating {candidate} against {best}"
+            ));
+            let cand = network_player(run, candidate, gc.simulations)?;
+            let best_player = network_player(run, best, gc.simulations)?;
+            let gate_config = GateConfig {
+                games: gc.games,
+                sprt: (gc.sprt_elo1 > gc.sprt_elo0).then_some(SprtConfig {
+                    elo0: gc.sprt_elo0,
+                    elo1: gc.sprt_elo1,
+                    alpha: gc.sprt_alpha,
+                    beta: gc.sprt_beta,
+                    model: SprtModel::default(),
+                }),
+                threshold: gc.threshold,
+                require_edge: gc.require_edge,
+                match_config: match_config(config, games_file, g as u64, gc.games),
+                ledger: Some(ledger),
+            };
+            yari_arena::gate(cand.as_ref(), best_player.as_ref(), &gate_config)?
+        }
+    };
+    log(&format!(
+        "generation {g}: gate {candidate} {}-{}-{} score {:.3} Elo {:+.0} [{:+.0}, {:+.0}] -> {}",
+        decision.wins,
+        decision.draws,
+        decision.losses,
+        decision.score,
+        decision.elo,
+        decision.elo_low,
+        decision.elo_high,
+        if decision.promote {
+            "promoted"
+        } else {
+            "kept best"
+        }
+    ));
+    Ok(GateOutcome {
+        promoted: decision.promote,
+        score: Some(decision.score),
+        elo: Some(decision.elo),
+        best: if decision.promote {
+            candidate.to_string()
+        } else {
+            best.to_string()
+        },
+    })
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// Plays the network `best` against each baseline of the config and appends the results to
+/// `ratings.jsonl`. Baselines that already have a rating of this network in this generation
+/// (the process died before the generation was closed) are not played again, so a resumed
+/// generation never records a rating twice.
+pub fn rate(
+    run: &RunDir,
+    config: &RunConfig,
+    g: u32,
+    best: &str,
+    log: Log,
+) -> Result<Vec<RatingEntry>, LoopError> {
+    let rc = &config.rating;
+    let key = PlayerKey::of_model(best);
+    let done: Vec<RatingEntry> = run
+        .read_ratings()?
+        .records
+        .into_iter()
+        .filter(|r| r.generation == g && r.player == key)
+        .collect();
+    let mut out = Vec::new();
+    for baseline in &rc.baselines {
+        if let Some(r) = done.iter().rev().find(|r| &r.opponent == baseline) {
+            out.push(r.clone());
+            continue;
+        }
+        let spec = PlayerSpec::parse(baseline).map_err(yari_arena::ArenaError::from)?;
+        let tag = baseline.replace([':', '/'], "_");
+        let games_file = run
+            .paths()
+            .arena_dir()
+            .join(format!("rate-{}-{tag}.jsonl", generation_name(g)));
+        let _ = std::fs::remove_file(&games_file);
+        log(&format!(
+            "generation {g}: rating {best} against {baseline} ({} games)",
+            rc.games
+        ));
+        let network = network_player(run, best, rc.simulations)?;
+        let result = yari_arena::run_match(
+            network.as_ref(),
+            spec.factory()?.as_ref(),
+            &match_config(config, games_file, 1000 + g as u64, rc.games),
+        )?;
+        let elo = result.wdl.elo();
+        let entry = RatingEntry {
+            kind: "rating".into(),
+            generation: g,
+            player: key.clone(),
+            opponent: baseline.clone(),
+            wins: result.wdl.wins,
+            draws: result.wdl.draws,
+            losses: result.wdl.losses,
+            score: result.wdl.score(),
+            elo: finite(elo.elo),
+            elo_low: finite(elo.low),
+            elo_high: finite(elo.high),
+        };
+        log(&format!(
+            "generation {g}: vs {baseline}: {}-{}-{} score {:.3} Elo {:+.0} [{:+.0}, {:+.0}]",
+            entry.wins, entry.draws, entry.losses, entry.score, elo.elo, elo.low, elo.high
+        ));
+        run.append_rating(&entry)?;
+        out.push(entry);
+    }
+    Ok(out)
+}

@@ -1,0 +1,107 @@
+//! The run config: one source of defaults, the shipped configs, sections read alone.
+
+use std::path::Path;
+
+use yari_loop::{section_from_file, RatingSection, RunConfig, DEFAULT_CONFIG};
+use yari_selfplay::SelfplayConfig;
+use yari_train::TrainConfig;
+
+fn configs() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")
+}
+
+#[test]
+fn rating_is_due_every_n_generations_and_only_after_promotions_when_asked() {
+    let mut rc = RatingSection {
+        every: 2,
+        only_promoted: false,
+        ..RatingSection::default()
+    };
+    assert!(rc.due(2, false, false));
+    assert!(!rc.due(3, true, false));
+    assert!(
+        rc.due(3, false, true),
+        "the last generation is always rated"
+    );
+    rc.only_promoted = true;
+    assert!(rc.due(4, true, false));
+    assert!(!rc.due(4, false, false));
+    assert!(rc.due(5, false, true));
+    rc.games = 0;
+    assert!(!rc.due(4, true, true), "no games, no rating");
+}
+
+#[test]
+fn shipped_configs_load_and_validate() {
+    for name in ["default", "smoke", "gpu"] {
+        let path = configs().join(format!("{name}.toml"));
+        let config = RunConfig::load(Some(&path)).unwrap();
+        assert_eq!(config.run.name, name);
+    }
+    let builtin = RunConfig::load(None).unwrap();
+    assert_eq!(
+        builtin,
+        RunConfig::load(Some(&configs().join("default.toml"))).unwrap()
+    );
+    assert_eq!(builtin, RunConfig::default());
+    assert!(builtin.run.max_hours > 0.0);
+}
+
+/// Issue 23: a config without `[gate]` got 40 games at 0.55 with `require_edge = true`, the
+/// built-in `Default`, instead of the default run's gate.
+#[test]
+fn a_missing_section_behaves_exactly_like_the_default_config() {
+    let default = RunConfig::parse(DEFAULT_CONFIG, "default").unwrap();
+    let bare = RunConfig::parse("[run]\nname = \"bare\"\n", "bare").unwrap();
+    assert_eq!(bare.gate, default.gate);
+    assert_eq!(bare.rating, default.rating);
+    assert_eq!(bare.selfplay, default.selfplay);
+    assert_eq!(bare.train, default.train);
+    assert_eq!(
+        bare.run.games_per_generation,
+        default.run.games_per_generation
+    );
+    // Some keys of a section: the others are the default run's, not a struct's Default.
+    let partial = RunConfig::parse("[gate]\ngames = 8\n[selfplay]\nseed = 7\n", "p").unwrap();
+    assert_eq!(partial.gate.games, 8);
+    assert_eq!(partial.gate.threshold, default.gate.threshold);
+    assert_eq!(partial.gate.require_edge, default.gate.require_edge);
+    assert_eq!(partial.gate.ply_cap, default.gate.ply_cap);
+    assert_eq!(partial.selfplay.ply_cap, default.selfplay.ply_cap);
+    assert_eq!(partial.selfplay.seed, 7);
+}
+
+#[test]
+fn bad_fields_are_named() {
+    for (text, field) in [
+        ("[gate]\nsprt_elo0 = nan\n", "gate.sprt_elo0"),
+        ("[gate]\nthreshold = 2.0\n", "gate.threshold"),
+        ("[gate]\ngames = \"many\"\n", "games"),
+        ("[gate]\ngamez = 3\n", "gamez"),
+        ("[rating]\nevery = 0\n", "rating.every"),
+        ("[run]\nname = \"a b\"\n", "run.name"),
+    ] {
+        let err = RunConfig::parse(text, "bad.toml").unwrap_err().to_string();
+        assert!(
+            err.contains("bad.toml") && err.contains(field),
+            "{text}: {err}"
+        );
+    }
+}
+
+#[test]
+fn sections_read_from_whole_or_partial_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = configs().join("smoke.toml");
+    let sp: SelfplayConfig = section_from_file(&whole, "selfplay").unwrap();
+    assert_eq!(sp.full_simulations, 8);
+    let tc: TrainConfig = section_from_file(&whole, "train").unwrap();
+    assert_eq!(tc.net.channels, 8);
+    let partial = tmp.path().join("sp.toml");
+    std::fs::write(&partial, "full_simulations = 5\n").unwrap();
+    let sp: SelfplayConfig = section_from_file(&partial, "selfplay").unwrap();
+    assert_eq!(sp.full_simulations, 5);
+    assert_eq!(sp.ply_cap, RunConfig::default().selfplay.ply_cap);
+    std::fs::write(&partial, "full_simulation = 5\n").unwrap();
+    assert!(section_from_file::<SelfplayConfig>(&partial, "selfplay").is_err());
+}
