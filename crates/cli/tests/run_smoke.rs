@@ -33,6 +33,10 @@ fn json(path: &Path) -> serde_json::Value {
 
 /// Everything a finished smoke run must have left behind.
 fn check_run(dir: &Path) {
+    let out = yari().arg("check").arg(dir).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "yari check failed:\n{text}");
+    assert!(text.contains("intact"), "{text}");
     let state = json(&dir.join("state.json"));
     assert_eq!(state["generation"], 3);
     let best = dir.join(state["best"].as_str().unwrap());
@@ -212,6 +216,20 @@ fn killed_run_resumes_without_losing_anything() {
     }
     run_to_end(&dir);
     check_run(&dir);
+}
+
+#[test]
+fn check_fails_on_a_damaged_run_directory_and_names_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("state.json"), b"{\"generation\": 2, \"pha").unwrap();
+    let out = yari().arg("check").arg(tmp.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success());
+    assert!(
+        text.contains("state.json") && text.contains("DAMAGE"),
+        "{text}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 }
 
 #[test]

@@ -13,10 +13,11 @@
 //!
 //! - a **worker** (self-play forever) calls [`RunDir::require_state`] before each batch to
 //!   pick up the current best network, then [`phases::play_games`] with a
-//!   [`phases::worker_prefix`] (host and process id) so shards of concurrent workers never
-//!   collide, into [`RunDir::worker_games_dir`];
-//! - a **learner** (train, gate, rate) waits with [`phases::games_since`] until enough new
-//!   games have arrived from any worker, then runs [`phases::train`], [`phases::gate`] and
+//!   [`phases::worker_prefix`] (host and process id) as the shard prefix, so shards of
+//!   concurrent workers never collide, into a folder under `games/` (the trainer's replay
+//!   window reads every folder there);
+//! - a **learner** (train, gate, rate) polls [`phases::total_games`] until enough new games
+//!   have arrived from any worker since its last generation, then runs [`phases::train`], [`phases::gate`] and
 //!   [`phases::rate`] and closes the generation with [`Loop::finish_generation`] — which is
 //!   what [`Loop::step`] does for every phase but self-play.
 //!
@@ -124,7 +125,7 @@ pub enum LoopError {
         path: PathBuf,
         /// What is wrong with it.
         #[source]
-        source: yari_model::CheckpointError,
+        source: Box<yari_model::CheckpointError>,
     },
 }
 

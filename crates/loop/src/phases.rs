@@ -83,24 +83,43 @@ pub fn worker_prefix() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// Loads a network of the run and plays `games` self-play games with it, written as shards
-/// `{prefix}-NNNNN.yshard` into `out`. `seed` varies the games (the config's seed is mixed in).
+/// A batch of self-play games for [`play_games`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct GameBatch<'a> {
+    /// The network, relative to the run directory (a worker reloads the run's best before
+    /// each batch).
+    pub network: &'a str,
+    /// Games to play.
+    pub games: usize,
+    /// Folder the shards go to.
+    pub out: &'a Path,
+    /// Shard name prefix, unique among the writers of `out` ([`worker_prefix`] for workers).
+    pub prefix: &'a str,
+    /// Varies the games (the config's seed is mixed in).
+    pub seed: u64,
+}
+
+/// Loads a network of the run and plays a batch of self-play games with it, written as shards
+/// `{prefix}-NNNNN.yshard`.
 pub fn play_games(
     run: &RunDir,
     config: &RunConfig,
-    network: &str,
-    games: usize,
-    out: &Path,
-    prefix: &str,
-    seed: u64,
+    batch: &GameBatch<'_>,
     log: Log,
 ) -> Result<SelfplayStats, LoopError> {
+    let GameBatch {
+        network,
+        games,
+        out,
+        prefix,
+        seed,
+    } = *batch;
     let path = run.paths().resolve(network);
     let evaluator =
         yari_model::eval::NetEvaluator::from_checkpoint(&path, yari_model::default_device())
             .map_err(|source| LoopError::Checkpoint {
                 path: path.clone(),
-                source,
+                source: Box::new(source),
             })?;
     let mut sp = config.selfplay.clone();
     sp.seed = sp.seed.wrapping_mul(0x9E37_79B9).wrapping_add(seed);
@@ -143,7 +162,14 @@ pub fn selfplay(
         // games rather than repeats of the ones already stored.
         let seed = ((g as u64) << 32) | done as u64;
         let prefix = format!("{}-{done:06}", generation_name(g));
-        let stats = play_games(run, config, best, remaining, &dir, &prefix, seed, log)?;
+        let batch = GameBatch {
+            network: best,
+            games: remaining,
+            out: &dir,
+            prefix: &prefix,
+            seed,
+        };
+        let stats = play_games(run, config, &batch, log)?;
         positions = stats.samples;
     }
     Ok(SelfplayOutcome {

@@ -1,0 +1,172 @@
+//! The loop's phases run without the binary, each resumed the way a kill would leave it.
+
+use std::path::Path;
+
+use yari_loop::{check_run, phases, Loop, LoopError, Phase, PlayerKey, RunConfig, RunDir};
+
+fn quiet(_: &str) {}
+
+fn smoke() -> RunConfig {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/smoke.toml");
+    RunConfig::load(Some(&path)).unwrap()
+}
+
+/// A new smoke run in `root`, stepped until the state's phase is `until` in generation 1.
+fn run_until(root: &Path, config: &RunConfig, until: Phase) -> Loop {
+    let mut run = Loop::open(RunDir::new(root), config.clone(), quiet).unwrap();
+    while run.state().phase != until {
+        run.step().unwrap();
+    }
+    run
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn each_phase_moves_the_state_on_and_a_generation_closes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = smoke();
+    let mut run = Loop::open(RunDir::new(tmp.path()), config.clone(), quiet).unwrap();
+    let dir = run.dir().clone();
+    assert_eq!(dir.require_state().unwrap().phase, Phase::Selfplay);
+    assert_eq!(run.step().unwrap(), Phase::Selfplay);
+    assert_eq!(
+        phases::count_games(&dir.paths().generation_games_dir(1)).unwrap(),
+        config.run.games_per_generation
+    );
+    assert_eq!(dir.require_state().unwrap().phase, Phase::Train);
+    assert_eq!(run.step().unwrap(), Phase::Train);
+    let state = dir.require_state().unwrap();
+    assert_eq!(state.train_target, Some(config.train.steps_per_generation));
+    assert!(dir.paths().model_file(1).is_file());
+    assert_eq!(run.step().unwrap(), Phase::Gate);
+    assert_eq!(lines(&dir.paths().ledger_file()), 1);
+    assert_eq!(run.step().unwrap(), Phase::Rate);
+    let state = dir.require_state().unwrap();
+    assert_eq!((state.generation, state.phase), (2, Phase::Selfplay));
+    let summaries = dir.read_summaries().unwrap();
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(summaries[0].ratings.len(), config.rating.baselines.len());
+    assert_eq!(summaries[0].ratings[0].player, state.best_key());
+    let report = check_run(tmp.path());
+    assert!(!report.is_damaged(), "{:?}", report.findings);
+}
+
+/// Issue 23: a kill between appending to ratings.jsonl and saving state.json duplicated the
+/// generation's ratings on resume.
+#[test]
+fn a_rating_phase_resumed_after_a_kill_records_each_rating_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = smoke();
+    let run = run_until(tmp.path(), &config, Phase::Rate);
+    let dir = run.dir().clone();
+    let best = run.state().best.clone();
+    // The rating phase runs, then the process dies before the state is saved.
+    phases::rate(&dir, &config, 1, &best, quiet).unwrap();
+    drop(run);
+    assert_eq!(lines(&dir.paths().ratings_file()), 2);
+    let mut resumed = Loop::open(RunDir::new(tmp.path()), config.clone(), quiet).unwrap();
+    assert_eq!(resumed.state().phase, Phase::Rate);
+    resumed.step().unwrap();
+    assert_eq!(
+        lines(&dir.paths().ratings_file()),
+        2,
+        "no rating recorded twice"
+    );
+    assert_eq!(dir.read_summaries().unwrap()[0].ratings.len(), 2);
+}
+
+/// Issue 23: the ledger named players by a path as typed, so resuming with `./x` after `x`
+/// played the gate again and appended a second decision.
+#[test]
+fn the_gate_is_not_replayed_when_the_run_dir_is_spelled_differently() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = smoke();
+    let root = tmp.path().join("x");
+    let run = run_until(&root, &config, Phase::Gate);
+    let state_before_gate = run.state().clone();
+    let mut run = run;
+    run.step().unwrap();
+    let dir = run.dir().clone();
+    assert_eq!(lines(&dir.paths().ledger_file()), 1);
+    // A kill after the ledger line but before state.json moved on.
+    dir.save_state(&state_before_gate).unwrap();
+    drop(run);
+    let spelled = tmp.path().join(".").join("x");
+    let mut resumed = Loop::open(RunDir::new(&spelled), config.clone(), quiet).unwrap();
+    assert_eq!(resumed.step().unwrap(), Phase::Gate);
+    assert_eq!(lines(&dir.paths().ledger_file()), 1, "the decision stands");
+    let ledger = yari_arena::read_ledger(&dir.paths().ledger_file()).unwrap();
+    assert_eq!(
+        ledger.records[0].candidate,
+        PlayerKey::generation(1).as_str()
+    );
+}
+
+#[test]
+fn a_run_whose_trainer_state_was_deleted_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = smoke();
+    let run = run_until(tmp.path(), &config, Phase::Gate);
+    drop(run);
+    std::fs::remove_dir_all(tmp.path().join("train")).unwrap();
+    let err = Loop::open(RunDir::new(tmp.path()), config, quiet)
+        .err()
+        .expect("refused");
+    assert!(matches!(err, LoopError::MissingTrainer { .. }), "{err}");
+    assert!(err.to_string().contains("train"), "{err}");
+}
+
+#[test]
+fn a_damaged_best_network_falls_back_to_the_last_good_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = smoke();
+    config.gate.games = 0; // every candidate is promoted: generation 1 is the best
+    let mut run = run_until(tmp.path(), &config, Phase::Rate);
+    run.step().unwrap();
+    let dir = run.dir().clone();
+    drop(run);
+    assert_eq!(dir.require_state().unwrap().best, "models/gen-0001.yari");
+    let best = dir.paths().model_file(1);
+    let mut bytes = std::fs::read(&best).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xff;
+    std::fs::write(&best, &bytes).unwrap();
+    let report = check_run(tmp.path());
+    assert!(report.is_damaged());
+    assert!(report
+        .findings
+        .iter()
+        .any(|f| f.path == best && f.what.contains("checksum")));
+    let run = Loop::open(RunDir::new(tmp.path()), config, quiet).unwrap();
+    assert_eq!(run.state().best, "models/gen-0000.yari");
+    assert_eq!(dir.require_state().unwrap().best, "models/gen-0000.yari");
+    assert_eq!(
+        std::fs::read(&best).unwrap(),
+        bytes,
+        "the damaged file is kept"
+    );
+}
+
+#[test]
+fn a_corrupt_state_file_stops_the_run_with_the_file_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("state.json"), b"{\"generation\": ").unwrap();
+    let err = Loop::open(RunDir::new(tmp.path()), smoke(), quiet)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        err.contains("state.json") && err.contains("corrupt"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(tmp.path().join("state.json")).unwrap(),
+        b"{\"generation\": ",
+        "nothing overwritten"
+    );
+}
