@@ -18,7 +18,7 @@
 //! JSON so that a human (or `jq` after skipping 20 bytes) can read what a file is.
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use yari_rules::encoding::{ENCODING_VERSION, INPUT_PLANES, POLICY_SIZE};
 
-use crate::net::{Net, NetConfig};
+use crate::net::{Net, NetConfig, NetConfigError};
 
 /// First four bytes of every checkpoint.
 pub const MAGIC: [u8; 4] = *b"YARI";
@@ -38,6 +38,9 @@ const HEADER_LEN: usize = 4 + 4 + 4 + 8;
 const CRC_LEN: usize = 4;
 /// Refuse absurd metadata lengths before allocating; real metadata is a few hundred bytes.
 const MAX_META_LEN: u32 = 1 << 20;
+/// Largest file [`Checkpoint::read`] takes: the biggest net [`NetConfig::validate`] allows is
+/// well under 1 GiB of weights. Bounds the read of something that is no checkpoint at all.
+pub const MAX_CHECKPOINT_BYTES: u64 = 2 << 30;
 
 /// Everything recorded about a checkpoint besides its weights.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,6 +142,9 @@ pub enum CheckpointError {
         /// Encoding version expected.
         expected: u32,
     },
+    /// The header names a net that cannot be built (a size of 0, or absurdly large).
+    #[error("checkpoint describes an impossible net: {0}")]
+    InvalidArchitecture(#[from] NetConfigError),
     /// The net in the file has another shape than the one asked for.
     #[error("checkpoint architecture mismatch: {details}")]
     ArchitectureMismatch {
@@ -229,6 +235,7 @@ impl Checkpoint {
         if !fits_encoding {
             return Err(architecture_mismatch(meta.config, ours));
         }
+        meta.config.validate()?;
         Ok(Self {
             meta,
             weights: bytes[meta_end..body_end].to_vec(),
@@ -238,9 +245,11 @@ impl Checkpoint {
     /// Reads and verifies a checkpoint file.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
         let path = path.as_ref();
-        let bytes = fs::read(path).map_err(|source| CheckpointError::Io {
-            path: path.to_path_buf(),
-            source,
+        let bytes = read_regular_file(path, MAX_CHECKPOINT_BYTES).map_err(|source| {
+            CheckpointError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
         Self::from_bytes(&bytes)
     }
@@ -354,6 +363,37 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Reads a whole regular file of at most `max` bytes. Devices and pipes are refused before
+/// they are opened (`--model /dev/zero` once read until memory ran out; a FIFO would block),
+/// and the read stops past `max` even if the file grows meanwhile. Shared with the shard
+/// reader, which has the same problem.
+pub fn read_regular_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind};
+    let check = |meta: fs::Metadata| {
+        if !meta.is_file() {
+            return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+        }
+        if meta.len() > max {
+            let what = format!(
+                "{} bytes, more than the {max} a checkpoint can have",
+                meta.len()
+            );
+            return Err(Error::new(ErrorKind::InvalidData, what));
+        }
+        Ok(meta.len())
+    };
+    check(fs::metadata(path)?)?;
+    let file = File::open(path)?;
+    let len = check(file.metadata()?)?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        let what = format!("grew past {max} bytes while being read");
+        return Err(Error::new(ErrorKind::InvalidData, what));
+    }
+    Ok(bytes)
 }
 
 fn checksum_error(bytes: &[u8]) -> CheckpointError {

@@ -15,10 +15,10 @@ pub mod eval;
 pub mod net;
 
 pub use burn::tensor::Device;
-pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};
+pub use checkpoint::{read_regular_file, Checkpoint, CheckpointError, CheckpointMeta};
 pub use cpu::CpuNet;
 pub use eval::{Evaluation, Evaluator, NetEvaluator, UniformEvaluator};
-pub use net::{Net, NetConfig};
+pub use net::{Net, NetConfig, NetConfigError};
 
 /// The device a plain run should use: the first enabled backend in burn's priority order
 /// (GPU backends before CPU ones), unless the `BURN_DEVICE` environment variable names one.
