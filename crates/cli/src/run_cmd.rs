@@ -100,7 +100,7 @@ impl Default for GateSection {
             sprt_alpha: 0.05,
             sprt_beta: 0.05,
             opening_plies: 4,
-            ply_cap: 300,
+            ply_cap: yari_rules::DEFAULT_PLY_CAP,
         }
     }
 }
@@ -207,6 +207,14 @@ impl RunConfig {
         }
         if !(0.0..=1.0).contains(&g.threshold) {
             bail!("gate.threshold = {}: must be in [0, 1]", g.threshold);
+        }
+        for (name, v) in [
+            ("gate.sprt_elo0", g.sprt_elo0),
+            ("gate.sprt_elo1", g.sprt_elo1),
+        ] {
+            if !(-1000.0..=1000.0).contains(&v) {
+                bail!("{name} = {v}: must be an Elo difference in [-1000, 1000]");
+            }
         }
         for (name, v) in [
             ("gate.sprt_alpha", g.sprt_alpha),
@@ -333,7 +341,7 @@ pub fn run(config_path: Option<&Path>, run_dir: Option<&Path>) -> Result<()> {
         stored
     } else {
         let text = match config_path {
-            Some(p) => fs::read_to_string(p)?,
+            Some(p) => fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
             None => DEFAULT_CONFIG.to_string(),
         };
         write_atomic(&config_file, text.as_bytes())?;
@@ -359,7 +367,8 @@ impl Loop {
     fn open(dir: PathBuf, config: RunConfig) -> Result<Loop> {
         let state_file = dir.join("state.json");
         let state = if state_file.exists() {
-            let text = fs::read_to_string(&state_file)?;
+            let text = fs::read_to_string(&state_file)
+                .with_context(|| format!("reading {}", state_file.display()))?;
             let state: RunState = serde_json::from_str(&text)
                 .with_context(|| format!("corrupt run state {}", state_file.display()))?;
             log(&format!(
@@ -478,7 +487,7 @@ impl Loop {
     /// Plays this generation's games (those not already on disk) with the best network.
     fn selfplay(&mut self, g: u32) -> Result<(u64, u64, f64)> {
         let dir = self.dir.join("games").join(gen_name(g));
-        fs::create_dir_all(&dir)?;
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut done_games = 0usize;
         for shard in yari_selfplay::list_shards(&dir)? {
             done_games += yari_selfplay::read_shard(&shard)
@@ -705,8 +714,11 @@ impl Loop {
     fn finish_generation(&mut self, summary: &GenerationSummary) -> Result<()> {
         let path = self.dir.join("summary.json");
         let mut all: Vec<GenerationSummary> = if path.exists() {
-            serde_json::from_str(&fs::read_to_string(&path)?)
-                .with_context(|| format!("corrupt {}", path.display()))?
+            serde_json::from_str(
+                &fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?,
+            )
+            .with_context(|| format!("corrupt {}", path.display()))?
         } else {
             Vec::new()
         };
@@ -819,6 +831,21 @@ mod tests {
         assert!(rc.due(5, false, true));
         rc.games = 0;
         assert!(!rc.due(4, true, true), "no games, no rating");
+    }
+
+    #[test]
+    fn nan_and_huge_gate_bounds_are_refused() {
+        for text in [
+            "[gate]\nsprt_elo0 = nan",
+            "[gate]\nsprt_elo1 = inf",
+            "[gate]\nsprt_elo0 = 1e9",
+        ] {
+            let err = RunConfig::parse(text, "test").unwrap_err();
+            assert!(
+                format!("{err:#}").contains("gate.sprt_elo"),
+                "{text}: {err:#}"
+            );
+        }
     }
 
     #[test]
