@@ -125,7 +125,9 @@ pub struct GameConfig {
 
 impl Default for GameConfig {
     fn default() -> Self {
-        GameConfig { ply_cap: Some(400) }
+        GameConfig {
+            ply_cap: Some(yari_rules::DEFAULT_PLY_CAP),
+        }
     }
 }
 

@@ -1,12 +1,14 @@
-//! A real match against Fairy-Stockfish's npm build, when it is installed
+//! A real match against Fairy-Stockfish's npm build. It needs Node.js and the build
 //! (`npm install --prefix .fsf fairy-stockfish-nnue.wasm` at the workspace root, or
-//! `YARI_FSF_JS` pointing at its `uci.js`). Skipped, with a note, when it is not.
+//! `YARI_FSF_JS` pointing at its `uci.js`), so it is ignored by a plain `cargo test`;
+//! `.ci/run` installs the build and runs it with `-- --ignored`, where a missing engine
+//! fails the test instead of passing it unseen.
 
 use std::path::PathBuf;
 
 use yari_arena::{run_match, GameConfig, MatchConfig, PlayerSpec, Reason, UciConfig};
 
-fn fsf_js() -> Option<PathBuf> {
+fn fsf_js() -> PathBuf {
     let js = std::env::var("YARI_FSF_JS")
         .map(PathBuf::from)
         .unwrap_or_else(|_| {
@@ -18,15 +20,22 @@ fn fsf_js() -> Option<PathBuf> {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    (node && js.exists()).then_some(js)
+    assert!(
+        node,
+        "node is not installed (needed for Fairy-Stockfish's npm build)"
+    );
+    assert!(
+        js.exists(),
+        "{} not found: npm install --prefix .fsf fairy-stockfish-nnue.wasm",
+        js.display()
+    );
+    js
 }
 
 #[test]
+#[ignore = "needs Node.js and Fairy-Stockfish's npm build (npm install --prefix .fsf fairy-stockfish-nnue.wasm); .ci/run installs it and runs this"]
 fn alphabeta_vs_fairy_stockfish() {
-    let Some(js) = fsf_js() else {
-        eprintln!("skipped: Fairy-Stockfish npm build not installed");
-        return;
-    };
+    let js = fsf_js();
     let mut config = UciConfig::new(vec![
         "node".into(),
         "--no-experimental-fetch".into(),

@@ -39,7 +39,7 @@ impl Default for ArenaOptions {
         ArenaOptions {
             games_file: None,
             concurrency: 0,
-            ply_cap: Some(400),
+            ply_cap: Some(yari_rules::DEFAULT_PLY_CAP),
             opening_plies: 4,
             seed: 0x5eed,
             alpha: 0.05,

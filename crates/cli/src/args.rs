@@ -85,7 +85,7 @@ pub enum Command {
         #[arg(long, default_value_t = 0)]
         concurrency: usize,
         /// Plies after which a game is a draw by adjudication.
-        #[arg(long, default_value_t = 400)]
+        #[arg(long, default_value_t = yari_rules::DEFAULT_PLY_CAP)]
         ply_cap: usize,
         /// Random plies from the start position before the players take over.
         #[arg(long, default_value_t = 4)]

@@ -48,9 +48,35 @@ pub fn legal(fen: Option<&str>) -> Result<()> {
         }
         return Ok(());
     }
-    for line in std::io::stdin().lock().lines() {
-        let line = line.context("reading standard input")?;
-        writeln!(out, "{}", legal_line(line.trim()))?;
+    // One answer per input line, every line answered; the exit status then says whether
+    // any of them was an error, so scripts need not parse the output to notice.
+    let (mut lines, mut bad, mut first_bad) = (0usize, 0usize, 0usize);
+    let mut input = std::io::stdin().lock();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if input
+            .read_until(b'\n', &mut buf)
+            .context("reading standard input")?
+            == 0
+        {
+            break;
+        }
+        lines += 1;
+        let answer = match std::str::from_utf8(&buf) {
+            Ok(text) => legal_line(text.trim()),
+            Err(e) => format!("error: line is not UTF-8 ({e})"),
+        };
+        if answer.starts_with("error:") {
+            bad += 1;
+            if first_bad == 0 {
+                first_bad = lines;
+            }
+        }
+        writeln!(out, "{answer}")?;
+    }
+    if bad > 0 {
+        bail!("{bad} of {lines} input lines were not valid FENs (the first: line {first_bad})");
     }
     Ok(())
 }

@@ -166,6 +166,42 @@ fn uci_engine_plays_a_full_game_and_survives_bad_input() {
     assert!(status.success());
 }
 
+/// A stray byte that is not UTF-8 is reported and skipped (it once ended the engine without a
+/// word), and the end of input right after `go nodes 200` lets that search finish and answer
+/// (it was once cut off at 18 nodes).
+#[test]
+fn uci_engine_skips_bytes_that_are_not_utf8_and_answers_before_eof() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yari"))
+        .args(["uci", "--model", "uniform"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"isready\n\xff\xfe junk\nisready\nposition startpos\ngo nodes 200\n")
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "readyok", "{text}");
+    assert!(
+        lines[1].starts_with("info string ignoring a line that is not UTF-8"),
+        "{text}"
+    );
+    assert_eq!(lines[2], "readyok", "{text}");
+    let info = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap();
+    assert!(info.contains(" nodes 200 "), "{text}");
+    assert!(lines.last().unwrap().starts_with("bestmove "), "{text}");
+}
+
 fn play(args: &[&str], script: &str) -> String {
     let mut child = Command::new(env!("CARGO_BIN_EXE_yari"))
         .arg("play")

@@ -53,8 +53,13 @@ fn perft_from_fen_and_bad_fen() {
 fn legal_reads_fens_from_stdin_and_reports_bad_ones() {
     let input = "rnnkbbr/7/ppppppp/7/7/7/PPPPPPP/7/RBBKNNR[] w - - 0 1\nbad fen\n\
                  kn5/7/1+N5/7/3p3/7/2P4/7/3K3[Pb] w - - 0 1\n";
-    let (ok, out, _) = yari(&["legal"], input);
-    assert!(ok);
+    let (ok, out, err) = yari(&["legal"], input);
+    // Every line is answered, and the exit status reports the bad one.
+    assert!(!ok);
+    assert!(
+        err.contains("1 of 3 input lines") && err.contains("line 2"),
+        "{err}"
+    );
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3);
     assert!(lines[0].starts_with("a1a2 a3a4 b1a2"));
@@ -67,4 +72,32 @@ fn legal_reads_fens_from_stdin_and_reports_bad_ones() {
     let mut sorted: Vec<&str> = lines[2].split(' ').collect();
     sorted.sort();
     assert_eq!(sorted.join(" "), lines[2]);
+}
+
+#[test]
+fn legal_succeeds_on_good_input_and_survives_bytes_that_are_not_utf8() {
+    let (ok, out, err) = yari(
+        &["legal"],
+        "rnnkbbr/7/ppppppp/7/7/7/PPPPPPP/7/RBBKNNR[] w - - 0 1\n",
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 1);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yari"))
+        .arg("legal")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"\xff\xfe\nrnnkbbr/7/ppppppp/7/7/7/PPPPPPP/7/RBBKNNR[-] w 0 1\n")
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("error: line is not UTF-8"), "{text}");
+    assert_eq!(lines[1].split(' ').count(), 20, "{text}");
 }

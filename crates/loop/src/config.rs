@@ -229,8 +229,10 @@ impl RunConfig {
             ("gate.sprt_elo0", g.sprt_elo0),
             ("gate.sprt_elo1", g.sprt_elo1),
         ] {
-            if !v.is_finite() {
-                return Err(format!("{name} = {v}: must be a finite number"));
+            if !(-1000.0..=1000.0).contains(&v) {
+                return Err(format!(
+                    "{name} = {v}: must be an Elo difference in [-1000, 1000]"
+                ));
             }
         }
         for (name, v) in [

@@ -105,3 +105,15 @@ fn sections_read_from_whole_or_partial_files() {
     std::fs::write(&partial, "full_simulation = 5\n").unwrap();
     assert!(section_from_file::<SelfplayConfig>(&partial, "selfplay").is_err());
 }
+
+#[test]
+fn nan_and_huge_gate_bounds_are_refused() {
+    for text in [
+        "[gate]\nsprt_elo0 = nan",
+        "[gate]\nsprt_elo1 = inf",
+        "[gate]\nsprt_elo0 = 1e9",
+    ] {
+        let err = RunConfig::parse(text, "test").unwrap_err();
+        assert!(format!("{err:#}").contains("gate.sprt_elo"), "{text}: {err:#}");
+    }
+}

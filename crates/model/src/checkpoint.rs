@@ -18,7 +18,8 @@
 //! anywhere is caught rather than turning into a wrong-but-loadable net. The metadata is
 //! JSON so that a human (or `jq` after skipping 20 bytes) can read what a file is.
 
-use std::fs;
+use std::fs::{self, File};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -29,7 +30,7 @@ use thiserror::Error;
 use yari_io::frame::{Format, FrameError};
 use yari_rules::encoding::{ENCODING_VERSION, INPUT_PLANES, POLICY_SIZE};
 
-use crate::net::{Net, NetConfig};
+use crate::net::{Net, NetConfig, NetConfigError};
 
 /// First four bytes of every checkpoint.
 pub const MAGIC: [u8; 4] = *b"YARI";
@@ -41,6 +42,9 @@ const FORMAT: Format = Format {
 };
 /// Refuse absurd metadata lengths before allocating; real metadata is a few hundred bytes.
 const MAX_META_LEN: u32 = 1 << 20;
+/// Largest file [`Checkpoint::read`] takes: the biggest net [`NetConfig::validate`] allows is
+/// well under 1 GiB of weights. Bounds the read of something that is no checkpoint at all.
+pub const MAX_CHECKPOINT_BYTES: u64 = 2 << 30;
 
 /// Everything recorded about a checkpoint besides its weights.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,6 +146,9 @@ pub enum CheckpointError {
         /// Encoding version expected.
         expected: u32,
     },
+    /// The header names a net that cannot be built (a size of 0, or absurdly large).
+    #[error("checkpoint describes an impossible net: {0}")]
+    InvalidArchitecture(#[from] NetConfigError),
     /// The net in the file has another shape than the one asked for.
     #[error("checkpoint architecture mismatch: {details}")]
     ArchitectureMismatch {
@@ -216,6 +223,7 @@ impl Checkpoint {
         if !fits_encoding {
             return Err(architecture_mismatch(meta.config, ours));
         }
+        meta.config.validate()?;
         Ok(Self {
             meta,
             weights: frame.body[meta_len..].to_vec(),
@@ -225,9 +233,11 @@ impl Checkpoint {
     /// Reads and verifies a checkpoint file.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
         let path = path.as_ref();
-        let bytes = fs::read(path).map_err(|source| CheckpointError::Io {
-            path: path.to_path_buf(),
-            source,
+        let bytes = read_regular_file(path, MAX_CHECKPOINT_BYTES).map_err(|source| {
+            CheckpointError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
         Self::from_bytes(&bytes)
     }
@@ -303,6 +313,37 @@ pub fn load(
     let ckpt = Checkpoint::read(path)?;
     let meta = ckpt.meta.clone();
     Ok((ckpt.into_net(expected, device)?, meta))
+}
+
+/// Reads a whole regular file of at most `max` bytes. Devices and pipes are refused before
+/// they are opened (`--model /dev/zero` once read until memory ran out; a FIFO would block),
+/// and the read stops past `max` even if the file grows meanwhile. Shared with the shard
+/// reader, which has the same problem.
+pub fn read_regular_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind};
+    let check = |meta: fs::Metadata| {
+        if !meta.is_file() {
+            return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+        }
+        if meta.len() > max {
+            let what = format!(
+                "{} bytes, more than the {max} a checkpoint can have",
+                meta.len()
+            );
+            return Err(Error::new(ErrorKind::InvalidData, what));
+        }
+        Ok(meta.len())
+    };
+    check(fs::metadata(path)?)?;
+    let file = File::open(path)?;
+    let len = check(file.metadata()?)?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        let what = format!("grew past {max} bytes while being read");
+        return Err(Error::new(ErrorKind::InvalidData, what));
+    }
+    Ok(bytes)
 }
 
 fn architecture_mismatch(found: NetConfig, expected: NetConfig) -> CheckpointError {

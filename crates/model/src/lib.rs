@@ -39,11 +39,11 @@ pub mod eval;
 pub mod net;
 
 pub use burn::tensor::Device;
-pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};
+pub use checkpoint::{read_regular_file, Checkpoint, CheckpointError, CheckpointMeta};
 pub use cpu::CpuNet;
 pub use device::{describe_device, open_device, select_device, DeviceError};
 pub use eval::{Evaluation, Evaluator, NetEvaluator, UniformEvaluator};
-pub use net::{Net, NetConfig};
+pub use net::{Net, NetConfig, NetConfigError};
 
 /// The device a plain run should use: the one [`select_device`] chose for this process, else
 /// the first enabled backend in burn's priority order (GPU backends before CPU ones), unless

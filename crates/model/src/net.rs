@@ -48,7 +48,48 @@ impl Default for NetConfig {
     }
 }
 
+/// A [`NetConfig`] field outside what a net can be built with.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value}: must be in 1..={max}")]
+pub struct NetConfigError {
+    /// The field, as named in configs and checkpoint metadata.
+    pub field: &'static str,
+    /// The value found.
+    pub value: usize,
+    /// The largest value allowed.
+    pub max: usize,
+}
+
 impl NetConfig {
+    /// Most residual blocks: 40 x 512 is already some 190 M weights (760 MB); far beyond this
+    /// a config or a checkpoint header is a typo or damage, and building it would abort on
+    /// allocation instead of failing with a message.
+    pub const MAX_BLOCKS: usize = 40;
+    /// Most trunk channels, and most value-head channels.
+    pub const MAX_CHANNELS: usize = 512;
+    /// Most input or policy planes (this build's encoding needs far fewer).
+    pub const MAX_PLANES: usize = 1024;
+    /// Widest hidden layer of the value head.
+    pub const MAX_VALUE_HIDDEN: usize = 4096;
+
+    /// Checks that every size is positive and within the limits above; burn panics on a
+    /// zero-sized layer, so this runs before any net is built from a config or a file.
+    pub fn validate(&self) -> Result<(), NetConfigError> {
+        for (field, value, max) in [
+            ("blocks", self.blocks, Self::MAX_BLOCKS),
+            ("channels", self.channels, Self::MAX_CHANNELS),
+            ("input_planes", self.input_planes, Self::MAX_PLANES),
+            ("policy_planes", self.policy_planes, Self::MAX_PLANES),
+            ("value_channels", self.value_channels, Self::MAX_CHANNELS),
+            ("value_hidden", self.value_hidden, Self::MAX_VALUE_HIDDEN),
+        ] {
+            if !(1..=max).contains(&value) {
+                return Err(NetConfigError { field, value, max });
+            }
+        }
+        Ok(())
+    }
+
     /// A net of the given trunk size, with the encoding's input and policy planes.
     pub fn new(blocks: usize, channels: usize) -> Self {
         Self {

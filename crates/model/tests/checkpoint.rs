@@ -228,3 +228,74 @@ fn missing_file_is_an_io_error() {
         Err(CheckpointError::Io { path: p, .. }) if p == path
     ));
 }
+
+/// `bytes` with its metadata JSON passed through `edit` and header and checksum rebuilt, as a
+/// hand-crafted (or maliciously edited) file would be: every framing check passes.
+fn with_meta(bytes: &[u8], edit: impl Fn(&str) -> String) -> Vec<u8> {
+    let meta_len = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    let meta = std::str::from_utf8(&bytes[20..20 + meta_len]).unwrap();
+    let meta = edit(meta);
+    let weights = &bytes[20 + meta_len..bytes.len() - 4];
+    let mut out = bytes[..8].to_vec();
+    out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(weights.len() as u64).to_le_bytes());
+    out.extend_from_slice(meta.as_bytes());
+    out.extend_from_slice(weights);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// A header naming a net that cannot be built is refused by name, before burn sees it (a
+/// zero-channel net once panicked inside burn, a zero-block one loaded).
+#[test]
+fn impossible_architectures_in_a_valid_file_are_refused_by_name() {
+    let bytes = valid_bytes();
+    assert!(Checkpoint::from_bytes(&with_meta(&bytes, str::to_string)).is_ok());
+    for (from, to, field) in [
+        ("\"channels\":8", "\"channels\":0", "channels"),
+        ("\"blocks\":1", "\"blocks\":0", "blocks"),
+        ("\"channels\":8", "\"channels\":100000", "channels"),
+        ("\"blocks\":1", "\"blocks\":100000", "blocks"),
+        (
+            "\"value_channels\":2",
+            "\"value_channels\":0",
+            "value_channels",
+        ),
+        ("\"value_hidden\":8", "\"value_hidden\":0", "value_hidden"),
+        (
+            "\"value_hidden\":8",
+            "\"value_hidden\":18446744073709551615",
+            "value_hidden",
+        ),
+    ] {
+        let edited = with_meta(&bytes, |m| {
+            assert!(m.contains(from), "{m}");
+            m.replace(from, to)
+        });
+        match Checkpoint::from_bytes(&edited) {
+            Err(e @ CheckpointError::InvalidArchitecture(_)) => {
+                assert!(e.to_string().contains(field), "{to}: {e}");
+            }
+            other => panic!("{to}: expected InvalidArchitecture, got {other:?}"),
+        }
+    }
+}
+
+/// Only regular files are read, and only up to a bound: `/dev/zero` once read until memory
+/// ran out. The error names the path.
+#[cfg(unix)]
+#[test]
+fn devices_and_directories_are_refused_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    for path in [std::path::Path::new("/dev/zero"), dir.path()] {
+        match Checkpoint::read(path) {
+            Err(e @ CheckpointError::Io { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains(&path.display().to_string()), "{text}");
+                assert!(text.contains("not a regular file"), "{text}");
+            }
+            other => panic!("{}: expected an I/O error, got {other:?}", path.display()),
+        }
+    }
+}

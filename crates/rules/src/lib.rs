@@ -37,5 +37,5 @@ mod zobrist;
 
 pub use board::{Board, MoveList, MAX_MOVES};
 pub use fen::FenError;
-pub use position::{EndReason, MoveError, Outcome, Position, START_FEN};
+pub use position::{EndReason, MoveError, Outcome, Position, DEFAULT_PLY_CAP, START_FEN};
 pub use types::{Color, Kind, Move, Piece, Role, Square, FILES, RANKS, SQUARES};

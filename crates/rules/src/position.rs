@@ -9,6 +9,12 @@ use crate::types::{Color, Move, Piece, Role, Square};
 /// The start position.
 pub const START_FEN: &str = "rnnkbbr/7/ppppppp/7/7/7/PPPPPPP/7/RBBKNNR[] w - - 0 1";
 
+/// Plies after which self-play, gating and arena games are adjudicated a draw unless a
+/// config says otherwise: the one default every crate and `configs/default.toml` use (it
+/// once defaulted to 240, 300, 320 or 400 depending on where one looked). Not a rule of the
+/// game, so positions and the UCI engine know no cap.
+pub const DEFAULT_PLY_CAP: usize = 240;
+
 /// Why a move text was not played.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum MoveError {
@@ -288,7 +294,8 @@ impl Position {
         self.repetition_outcome()
     }
 
-    /// Like [`Position::outcome`], with a draw by adjudication once `ply_cap` moves were played.
+    /// Like [`Position::outcome`], with a draw by adjudication once `ply_cap` moves were played
+    /// (see [`DEFAULT_PLY_CAP`]).
     pub fn outcome_with_ply_cap(&self, ply_cap: Option<usize>) -> Option<Outcome> {
         self.outcome().or_else(|| match ply_cap {
             Some(cap) if self.plies_played() >= cap => Some(Outcome {

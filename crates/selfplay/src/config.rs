@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+use yari_rules::{DEFAULT_PLY_CAP, MAX_MOVES};
 
 /// A setting outside the range search or self-play can work with.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -237,7 +238,7 @@ impl Default for SearchConfig {
     fn default() -> Self {
         Self {
             variant: SearchVariant::Gumbel(GumbelConfig::default()),
-            ply_cap: 320,
+            ply_cap: DEFAULT_PLY_CAP as u32,
             reuse_tree: true,
             mate_search_plies: 3,
             policy_temperature: 1.0,
@@ -278,13 +279,19 @@ impl SearchConfig {
     /// Checks every field; see [`ConfigError`].
     pub fn validate(&self) -> Result<(), ConfigError> {
         let finite_nonneg = |v: f32| v.is_finite() && v >= 0.0;
+        check(
+            self.ply_cap <= 10_000,
+            "search.ply_cap",
+            self.ply_cap,
+            "must be in 0..=10000 (0: no cap)",
+        )?;
         match &self.variant {
             SearchVariant::Gumbel(g) => {
                 check(
-                    g.considered >= 1,
+                    (1..=MAX_MOVES).contains(&g.considered),
                     "search.gumbel_considered",
                     g.considered,
-                    "must be at least 1",
+                    "must be in 1..=1024",
                 )?;
                 check(
                     finite_nonneg(g.scale),
@@ -416,7 +423,7 @@ impl Default for SelfplayConfig {
             resign_threshold: -0.95,
             resign_consecutive: 3,
             resign_disabled_fraction: 0.1,
-            ply_cap: 320,
+            ply_cap: DEFAULT_PLY_CAP as u32,
             handicap_fraction: 0.0,
             handicap_max_pieces: 3,
             concurrent_games: 128,
@@ -441,10 +448,10 @@ impl SelfplayConfig {
         self.search.validate()?;
         let fraction = |v: f32| (0.0..=1.0).contains(&v);
         check(
-            self.full_simulations >= 1,
+            (1..=crate::mcts::MAX_SIMULATIONS).contains(&self.full_simulations),
             "full_simulations",
             self.full_simulations,
-            "must be at least 1",
+            "must be in 1..=10000000",
         )?;
         check(
             self.cheap_simulations <= self.full_simulations,
@@ -459,16 +466,16 @@ impl SelfplayConfig {
             "must be in [0, 1]",
         )?;
         check(
-            self.temperature_start.is_finite() && self.temperature_start >= 0.0,
+            (0.0..=100.0).contains(&self.temperature_start),
             "temperature_start",
             self.temperature_start,
-            "must be finite and >= 0",
+            "must be in [0, 100]",
         )?;
         check(
-            self.temperature_end.is_finite() && self.temperature_end >= 0.0,
+            (0.0..=100.0).contains(&self.temperature_end),
             "temperature_end",
             self.temperature_end,
-            "must be finite and >= 0",
+            "must be in [0, 100]",
         )?;
         check(
             (-1.0..=1.0).contains(&self.resign_threshold),
@@ -519,10 +526,10 @@ impl SelfplayConfig {
             "must be in 1..=65536",
         )?;
         check(
-            self.games_per_shard >= 1,
+            (1..=10_000).contains(&self.games_per_shard),
             "games_per_shard",
             self.games_per_shard,
-            "must be at least 1",
+            "must be in 1..=10000",
         )?;
         Ok(())
     }
@@ -539,5 +546,54 @@ impl SelfplayConfig {
     /// Whether resignation is possible at all with these settings.
     pub fn resign_enabled(&self) -> bool {
         self.resign_threshold > -1.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every bound names its field; huge values are refused here rather than aborting on
+    /// allocation in the middle of a run.
+    #[test]
+    fn hostile_values_are_refused_by_field() {
+        for (text, field) in [
+            ("full_simulations = 4000000000", "full_simulations"),
+            ("games_per_shard = 1000000000", "games_per_shard"),
+            ("concurrent_games = 1000000000", "concurrent_games"),
+            ("eval_chunk = 0", "eval_chunk"),
+            ("temperature_start = nan", "temperature_start"),
+            ("temperature_end = 1e30", "temperature_end"),
+            ("resign_threshold = nan", "resign_threshold"),
+            ("full_search_fraction = nan", "full_search_fraction"),
+            ("ply_cap = 0", "ply_cap"),
+            (
+                "[search]\ngumbel_considered = 100000",
+                "search.gumbel_considered",
+            ),
+            ("[search]\nply_cap = 4000000000", "search.ply_cap"),
+            ("[search]\ngumbel = false\nc_puct = nan", "search.c_puct"),
+            (
+                "[search]\ngumbel = false\ndirichlet_fraction = nan",
+                "search.dirichlet_fraction",
+            ),
+            (
+                "[search]\npolicy_temperature = nan",
+                "search.policy_temperature",
+            ),
+        ] {
+            let c: SelfplayConfig = toml::from_str(text).expect(text);
+            let e = c.validate().expect_err(text);
+            assert_eq!(e.field, field, "{text}: {e}");
+            assert!(e.to_string().contains(field), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_default_ply_cap_is_the_shared_one() {
+        let c = SelfplayConfig::default();
+        assert_eq!(c.ply_cap as usize, DEFAULT_PLY_CAP);
+        assert_eq!(c.effective_search().ply_cap(), Some(DEFAULT_PLY_CAP));
+        c.validate().unwrap();
     }
 }

@@ -47,6 +47,11 @@ const FORMAT: Format = Format {
 };
 const MAX_FEN_LEN: usize = 512;
 const MAX_GAME_MOVES: usize = 100_000;
+/// The smallest encoded game: id, FEN length, move count, four code bytes, sample count.
+const MIN_GAME_BYTES: usize = 8 + 2 + 4 + 4 + 4;
+/// Largest shard file read: far above real shards (a few MB per hundred games), it only
+/// stops a read of something that is no shard at all from taking all memory.
+pub const MAX_SHARD_BYTES: u64 = 4 << 30;
 
 /// Why a shard could not be read or written.
 #[derive(Debug, Error)]
@@ -543,7 +548,9 @@ pub fn decode_shard(bytes: &[u8]) -> Result<Vec<GameRecord>, RecordError> {
         pos: 0,
         base: yari_io::frame::HEADER_LEN,
     };
-    let mut out = Vec::with_capacity(games.min(1 << 16));
+    // Never more room than the payload could fill: the count is read from the file, and a
+    // 3 KB shard claiming 65,536 games once reserved 5.8 MB.
+    let mut out = Vec::with_capacity(games.min(c.bytes.len() / MIN_GAME_BYTES));
     for _ in 0..games {
         let game = decode_game(&mut c)?;
         game.validate()?;
@@ -561,10 +568,11 @@ pub fn decode_shard(bytes: &[u8]) -> Result<Vec<GameRecord>, RecordError> {
 /// Reads and verifies one shard file.
 pub fn read_shard(path: impl AsRef<Path>) -> Result<Vec<GameRecord>, RecordError> {
     let path = path.as_ref();
-    let bytes = fs::read(path).map_err(|source| RecordError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes =
+        yari_model::read_regular_file(path, MAX_SHARD_BYTES).map_err(|source| RecordError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
     decode_shard(&bytes)
 }
 

@@ -12,6 +12,13 @@ use yari_rules::encoding::{INPUT_PLANES, POLICY_SIZE};
 
 use crate::error::TrainError;
 
+/// Largest `batch_size`: a batch is encoded in memory whole (23 KB a position: 30 input and
+/// 62 policy-target planes of 63 f32), so 16,384 is already 380 MB a batch, times the
+/// prefetched ones; far beyond it is a typo that would abort on allocation.
+pub const MAX_BATCH_SIZE: usize = 16_384;
+/// Most batches prepared ahead: each is a whole encoded batch in memory.
+pub const MAX_PREFETCH_BATCHES: usize = 64;
+
 /// Which optimizer updates the weights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -266,8 +273,8 @@ impl TrainConfig {
     pub fn validate(&self) -> Result<(), TrainError> {
         let bad = |field: &str, why: String| Err(TrainError::Config(format!("{field}: {why}")));
         let n = &self.net;
-        if n.blocks == 0 || n.channels == 0 || n.value_channels == 0 || n.value_hidden == 0 {
-            return bad("net", format!("every size must be positive, got {n:?}"));
+        if let Err(e) = n.validate() {
+            return bad(&format!("net.{}", e.field), e.to_string());
         }
         if n.input_planes != INPUT_PLANES || n.policy_size() != POLICY_SIZE {
             return bad(
@@ -279,8 +286,11 @@ impl TrainConfig {
                 ),
             );
         }
-        if self.batch_size == 0 {
-            return bad("batch_size", "must be at least 1".into());
+        if !(1..=MAX_BATCH_SIZE).contains(&self.batch_size) {
+            return bad(
+                "batch_size",
+                format!("must be in 1..={MAX_BATCH_SIZE}, got {}", self.batch_size),
+            );
         }
         if self.steps_per_generation == 0 {
             return bad("steps_per_generation", "must be at least 1".into());
@@ -288,6 +298,20 @@ impl TrainConfig {
         let lr = &self.lr;
         if !(lr.lr.is_finite() && lr.lr > 0.0) {
             return bad("lr.lr", format!("must be a positive number, got {}", lr.lr));
+        }
+        // Checked whatever the schedule: a NaN left in an unused field would surface the day
+        // someone switches schedules, far from the line that put it there.
+        if !(lr.min_lr.is_finite() && lr.min_lr >= 0.0) {
+            return bad(
+                "lr.min_lr",
+                format!("must be a number >= 0, got {}", lr.min_lr),
+            );
+        }
+        if !(lr.step_factor.is_finite() && lr.step_factor > 0.0) {
+            return bad(
+                "lr.step_factor",
+                format!("must be a positive number, got {}", lr.step_factor),
+            );
         }
         match lr.schedule {
             LrScheduleKind::Constant => {}
@@ -392,8 +416,14 @@ impl TrainConfig {
         if self.checkpoint_interval == 0 {
             return bad("checkpoint_interval", "must be at least 1".into());
         }
-        if self.prefetch_batches == 0 {
-            return bad("prefetch_batches", "must be at least 1".into());
+        if !(1..=MAX_PREFETCH_BATCHES).contains(&self.prefetch_batches) {
+            return bad(
+                "prefetch_batches",
+                format!(
+                    "must be in 1..={MAX_PREFETCH_BATCHES}, got {}",
+                    self.prefetch_batches
+                ),
+            );
         }
         Ok(())
     }
@@ -471,6 +501,40 @@ mod tests {
         let mut c = TrainConfig::default();
         c.net.input_planes += 1;
         assert!(c.validate().unwrap_err().to_string().contains("net"));
+    }
+
+    /// Out-of-range and non-finite values are refused by field name, whatever the schedule
+    /// (`min_lr = nan` once passed with the constant schedule, `batch_size` and the net's
+    /// sizes had no upper bound and aborted on allocation).
+    #[test]
+    fn hostile_values_are_refused_by_field() {
+        for (text, field) in [
+            ("batch_size = 1000000000", "batch_size"),
+            ("batch_size = 0", "batch_size"),
+            ("prefetch_batches = 100000", "prefetch_batches"),
+            ("[net]\nchannels = 100000", "net.channels"),
+            ("[net]\nblocks = 100000", "net.blocks"),
+            ("[net]\nblocks = 0", "net.blocks"),
+            ("[net]\nvalue_hidden = 0", "net.value_hidden"),
+            ("[lr]\nmin_lr = nan", "lr.min_lr"),
+            ("[lr]\nmin_lr = -1.0", "lr.min_lr"),
+            ("[lr]\nmin_lr = inf", "lr.min_lr"),
+            ("[lr]\nstep_factor = nan", "lr.step_factor"),
+            ("[lr]\nlr = nan", "lr.lr"),
+            ("momentum = nan", "momentum"),
+            ("weight_decay = inf", "weight_decay"),
+            ("grad_clip_norm = nan", "grad_clip_norm"),
+            ("value_loss_weight = nan", "value_loss_weight"),
+            (
+                "[window]\nsearch_value_weight = nan",
+                "window.search_value_weight",
+            ),
+            ("[window]\ntaper_alpha = nan", "window.taper_alpha"),
+        ] {
+            let c: TrainConfig = toml::from_str(text).expect(text);
+            let e = c.validate().expect_err(text).to_string();
+            assert!(e.contains(&format!("{field}:")), "{text}: {e}");
+        }
     }
 
     #[test]
