@@ -1,14 +1,33 @@
 //! `yari selfplay` and `yari bench selfplay`.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use yari_model::{default_device, describe_device, NetConfig, NetEvaluator};
 use yari_selfplay::{
-    bench_selfplay, run_selfplay, Evaluator, RunOptions, SelfplayConfig, ShardWriter,
+    bench_selfplay, run_selfplay_until, Evaluator, RunOptions, SelfplayConfig, ShardWriter,
     UniformEvaluator,
 };
+
+/// Raised by the first SIGINT or SIGTERM; the pool stops at its next round.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Exit status of a run ended by a signal (128 + SIGINT, as shells report it).
+const INTERRUPTED: i32 = 130;
+
+/// The first SIGINT or SIGTERM stops self-play between rounds: every finished game is
+/// already in a shard, the games in flight are dropped. A second one ends the process at once
+/// (still safe: shards are replaced atomically).
+fn stop_on_signal() {
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(INTERRUPTED);
+        }
+        eprintln!("\ninterrupted: stopping; finished games are written, games in flight dropped");
+    });
+}
 
 /// Plays `games` self-play games with the network in `model` (uniform priors and a draw value
 /// everywhere when `None`) and writes them as shards into `out`.
@@ -31,11 +50,15 @@ pub fn run(model: Option<&Path>, games: usize, out: &Path, config: SelfplayConfi
     let prefix = format!("sp-{started}-s{}", config.seed);
     let mut writer = ShardWriter::new(out, prefix, config.games_per_shard)
         .with_context(|| format!("creating {}", out.display()))?;
+    for stale in writer.removed_temp_files() {
+        eprintln!("removed {}, left by a killed writer", stale.display());
+    }
     let options = RunOptions {
         progress: true,
         deadline: None,
     };
-    let stats = run_selfplay(evaluator.as_ref(), &config, games, options, |g| {
+    stop_on_signal();
+    let stats = run_selfplay_until(evaluator.as_ref(), &config, games, options, &STOP, |g| {
         writer.push(g)
     })?;
     let shards = writer.finish()?;
@@ -62,6 +85,10 @@ pub fn run(model: Option<&Path>, games: usize, out: &Path, config: SelfplayConfi
             "resignation disabled in {} games; {} would have resigned, {} of them wrongly",
             stats.resign_disabled_games, stats.would_resign_games, stats.false_resignations
         );
+    }
+    if stats.stopped {
+        eprintln!("stopped by a signal after {} of {games} games", stats.games);
+        std::process::exit(INTERRUPTED);
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! reads.
 //!
 //! - [`search_move`] / [`Search`]: search one position (arena, UCI engine, `yari play`).
-//! - [`run_selfplay`]: play games and hand out [`GameRecord`]s; [`ShardWriter`] stores them.
+//! - [`run_selfplay`]: play games and hand out [`GameRecord`]s; [`ShardWriter`] stores each
+//!   one as it finishes; [`run_selfplay_until`] also stops on a flag (signals).
 //! - [`SearchConfig`]: the shared settings and a [`SearchVariant`], PUCT or Gumbel.
 //! - [`read_shard`] and [`GameRecord::replay_samples`]: the trainer's side.
 //!
@@ -55,11 +56,12 @@ pub use mcts::{
     choose_move, search_move, Limits, MoveStats, Search, SearchError, SearchResult, Step,
 };
 pub use pool::{
-    bench_selfplay, run_selfplay, RunOptions, SelfplayBench, SelfplayError, SelfplayStats,
+    bench_selfplay, run_selfplay, run_selfplay_until, RunOptions, SelfplayBench, SelfplayError,
+    SelfplayStats,
 };
 pub use record::{
-    list_shards, read_shard, write_shard, GameEnd, GameRecord, GameResult, RecordError, Sample,
-    ShardWriter,
+    list_shards, read_shard, remove_stale_temp_files, write_shard, GameEnd, GameRecord, GameResult,
+    RecordError, Sample, ShardWriter,
 };
 /// The evaluation interface search runs against, re-exported so callers need one import.
 pub use yari_model::eval::{Evaluation, Evaluator, UniformEvaluator};

@@ -9,6 +9,8 @@
 //! are refilled in slot order, so the same seed gives the same games whatever the number
 //! of threads.
 
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -65,6 +67,9 @@ pub struct SelfplayStats {
     pub wall: Duration,
     /// Time spent inside `Evaluator::evaluate` (position encoding included).
     pub eval_time: Duration,
+    /// The run was stopped by its stop flag before all its games were played; the games in
+    /// flight were dropped, every finished one went to the sink.
+    pub stopped: bool,
 }
 
 impl SelfplayStats {
@@ -151,7 +156,9 @@ impl SelfplayStats {
 /// How a run is driven, beside its config.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunOptions {
-    /// Draw an indicatif progress bar on stderr.
+    /// Show progress on stderr: an indicatif bar on a terminal; redirected to a file (a
+    /// background run's log), where a bar is not drawn, one line per finished game, written
+    /// before the game goes to the sink, so a log shows how many games a kill interrupted.
     pub progress: bool,
     /// Stop at this instant, dropping unfinished games (benchmarks).
     pub deadline: Option<Instant>,
@@ -360,13 +367,35 @@ pub fn run_selfplay(
     config: &SelfplayConfig,
     games: usize,
     options: RunOptions,
+    sink: impl FnMut(GameRecord) -> Result<(), RecordError>,
+) -> Result<SelfplayStats, SelfplayError> {
+    run_selfplay_until(
+        evaluator,
+        config,
+        games,
+        options,
+        &AtomicBool::new(false),
+        sink,
+    )
+}
+
+/// [`run_selfplay`] that also stops once `stop` is raised (a signal handler sets it): the
+/// flag is checked between rounds, so every game that finished before it went to `sink` and
+/// only the games in flight are dropped. The stats say whether it stopped early.
+pub fn run_selfplay_until(
+    evaluator: &dyn Evaluator,
+    config: &SelfplayConfig,
+    games: usize,
+    options: RunOptions,
+    stop: &AtomicBool,
     mut sink: impl FnMut(GameRecord) -> Result<(), RecordError>,
 ) -> Result<SelfplayStats, SelfplayError> {
     config.validate()?;
     let search = config.effective_search();
     let start = Instant::now();
     let mut stats = SelfplayStats::default();
-    let bar = options.progress.then(|| {
+    let lines = options.progress && !std::io::stderr().is_terminal();
+    let bar = (options.progress && !lines).then(|| {
         let bar = ProgressBar::new(games as u64);
         bar.set_style(
             ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} games  {msg}")
@@ -390,6 +419,10 @@ pub fn run_selfplay(
         if options.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
+        if stop.load(Ordering::SeqCst) {
+            stats.stopped = slots.iter().any(Option::is_some);
+            break;
+        }
         let advanced: Vec<Result<Option<Advance>, SelfplayError>> = slots
             .par_iter_mut()
             .zip(evals.par_iter_mut())
@@ -407,6 +440,15 @@ pub fn run_selfplay(
             if let Some(Advance::Finished) = step {
                 let record = slots[i].take().expect("finished game").into_record();
                 stats.record(&record);
+                if lines {
+                    eprintln!(
+                        "self-play: game {}/{games} finished ({} plies, {:?} by {})",
+                        stats.games,
+                        record.moves.len(),
+                        record.result,
+                        record.end.as_str()
+                    );
+                }
                 sink(record)?;
                 plies_before[i] = 0;
                 if (next_id as usize) < games {

@@ -22,9 +22,11 @@
 //! would have given, coded as `result`, or 255 for none); `sample_count u32`; each sample:
 //! `ply u32`, `root_value f32`, `entry_count u16`, entries of `move u16, prob f32`.
 //!
-//! The header and checksum are [`yari_io::frame`]'s, shared with checkpoints. Shards are
-//! written by [`yari_io::write_atomic`] to a dot-prefixed `.tmp` file, synced and renamed, so a reader listing
-//! a directory with [`list_shards`] never sees a half-written shard.
+//! The header and checksum are [`yari_io::frame`]'s, shared with checkpoints.
+//! Shards are written to a dot-prefixed `.tmp` file, synced and renamed, so a reader listing
+//! a directory with [`list_shards`] never sees a half-written shard. [`ShardWriter`] rewrites
+//! its open shard that way after every finished game, so a kill loses only games in flight;
+//! the temporary file a kill can leave is removed when the directory is next opened.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -611,19 +613,82 @@ pub fn list_shards(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, RecordError> {
     Ok(out)
 }
 
-/// Collects finished games and writes them as numbered shards `{prefix}-{n:05}.yshard`.
+/// The process id in the name of a temporary shard file, if it is one: `.NAME.PID-N.tmp` as
+/// [`yari_io::write_atomic`] names them, or `.NAME.PID.tmp` as older versions did.
+fn temp_file_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (shard, tag) = rest.rsplit_once('.')?;
+    if !shard.ends_with(SHARD_EXTENSION) {
+        return None;
+    }
+    let pid = tag.split_once('-').map_or(tag, |(pid, _)| pid);
+    pid.parse().ok()
+}
+
+/// Whether the temporary file of process `pid` may still be written to. Our own process id
+/// counts as dead: a file of ours found when a directory is opened was left by an earlier
+/// process that had the same id (containers reuse small ids), since a writer only creates
+/// temporary files after it opened its directory. Without `/proc`, every other process is
+/// assumed alive, so nothing a live writer needs is ever removed.
+fn writer_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return false;
+    }
+    let proc = Path::new("/proc");
+    !proc.is_dir() || proc.join(pid.to_string()).exists()
+}
+
+/// Removes the temporary shard files in `dir` left by processes that are gone (a kill
+/// between writing a shard and renaming it leaves one), and returns them. Their games are
+/// not lost twice: every game in such a file is either in the shard it was to replace or
+/// was in flight. [`ShardWriter::new`] calls it, so opening a games directory cleans it.
+pub fn remove_stale_temp_files(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, RecordError> {
+    let dir = dir.as_ref();
+    let mut removed = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+        let path = entry.map_err(io_err(dir))?.path();
+        let Some(pid) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(temp_file_pid)
+        else {
+            continue;
+        };
+        if !writer_alive(pid) && path.is_file() {
+            match fs::remove_file(&path) {
+                Ok(()) => removed.push(path),
+                // Another process cleaning the same directory got there first.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(RecordError::Io { path, source }),
+            }
+        }
+    }
+    removed.sort();
+    Ok(removed)
+}
+
+/// Collects finished games into numbered shards `{prefix}-{n:05}.yshard`.
+///
+/// Every game is on disk once [`ShardWriter::push`] returns: the open shard is rewritten
+/// (atomically, synced) with the new game added, so a kill loses only the games still being
+/// played, never finished ones, and the files are always ordinary complete shards that any
+/// reader takes as they are. The price is rewriting a shard's earlier games with each new
+/// one, which is small beside playing a game (a record is tens of kilobytes).
 pub struct ShardWriter {
     dir: PathBuf,
     prefix: String,
     per_shard: usize,
+    /// The games of the open (not yet full) shard, all already on disk.
     buffer: Vec<GameRecord>,
     next_index: usize,
     written: Vec<PathBuf>,
+    removed_temps: Vec<PathBuf>,
 }
 
 impl ShardWriter {
-    /// Creates `dir` if needed. `prefix` should be unique per run: existing shards are never
-    /// overwritten.
+    /// Creates `dir` if needed and removes the temporary files dead writers left in it
+    /// ([`remove_stale_temp_files`]). `prefix` should be unique per run: existing shards are
+    /// never overwritten.
     pub fn new(
         dir: impl Into<PathBuf>,
         prefix: impl Into<String>,
@@ -631,6 +696,7 @@ impl ShardWriter {
     ) -> Result<Self, RecordError> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let removed_temps = remove_stale_temp_files(&dir)?;
         Ok(Self {
             dir,
             prefix: prefix.into(),
@@ -638,40 +704,52 @@ impl ShardWriter {
             buffer: Vec::new(),
             next_index: 0,
             written: Vec::new(),
+            removed_temps,
         })
     }
 
-    /// Adds a game; writes a shard once `per_shard` games are buffered.
-    pub fn push(&mut self, game: GameRecord) -> Result<(), RecordError> {
-        self.buffer.push(game);
-        if self.buffer.len() >= self.per_shard {
-            self.flush()?;
-        }
-        Ok(())
+    /// The stale temporary files [`ShardWriter::new`] removed.
+    pub fn removed_temp_files(&self) -> &[PathBuf] {
+        &self.removed_temps
     }
 
-    /// Writes the buffered games (if any) as a shard.
-    pub fn flush(&mut self) -> Result<(), RecordError> {
-        if self.buffer.is_empty() {
-            return Ok(());
-        }
-        let path = self.dir.join(format!(
-            "{}-{:05}.{SHARD_EXTENSION}",
-            self.prefix, self.next_index
-        ));
-        if path.exists() {
+    fn path(&self, index: usize) -> PathBuf {
+        self.dir
+            .join(format!("{}-{index:05}.{SHARD_EXTENSION}", self.prefix))
+    }
+
+    /// Adds a game and writes it to disk before returning: into the open shard, which is
+    /// closed once it holds `per_shard` games.
+    pub fn push(&mut self, game: GameRecord) -> Result<(), RecordError> {
+        let path = self.path(self.next_index);
+        if self.buffer.is_empty() && path.exists() {
             return Err(RecordError::AlreadyExists(path));
         }
-        write_shard(&path, &self.buffer)?;
-        self.buffer.clear();
-        self.next_index += 1;
-        self.written.push(path);
+        self.buffer.push(game);
+        if let Err(e) = write_shard(&path, &self.buffer) {
+            // Not on disk, so not kept: the caller sees the error and the shard keeps what
+            // was written before.
+            self.buffer.pop();
+            return Err(e);
+        }
+        if self.buffer.len() == 1 {
+            self.written.push(path);
+        }
+        if self.buffer.len() >= self.per_shard {
+            self.buffer.clear();
+            self.next_index += 1;
+        }
         Ok(())
     }
 
-    /// Flushes and returns the shards written.
-    pub fn finish(mut self) -> Result<Vec<PathBuf>, RecordError> {
-        self.flush()?;
+    /// Nothing is left to write (every pushed game is on disk); kept so that callers that
+    /// flush before reading the directory stay correct whatever the writing policy.
+    pub fn flush(&mut self) -> Result<(), RecordError> {
+        Ok(())
+    }
+
+    /// The shards written.
+    pub fn finish(self) -> Result<Vec<PathBuf>, RecordError> {
         Ok(self.written)
     }
 }

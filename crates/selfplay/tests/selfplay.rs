@@ -207,8 +207,11 @@ fn shard_round_trip() {
 
     // Writing the same shard names again is refused rather than overwriting.
     let mut again = ShardWriter::new(dir.path().join("run"), "sp", 2).unwrap();
-    again.push(games[0].clone()).unwrap();
-    assert!(matches!(again.finish(), Err(RecordError::AlreadyExists(_))));
+    assert!(matches!(
+        again.push(games[0].clone()),
+        Err(RecordError::AlreadyExists(_))
+    ));
+    assert_eq!(list_shards(dir.path().join("run")).unwrap(), written);
 
     // An empty shard is valid.
     assert_eq!(decode_shard(&encode_shard(&[]).unwrap()).unwrap(), vec![]);
@@ -409,6 +412,143 @@ fn handicap_games_start_short_of_pieces_and_replay() {
     assert!(play(&quick(5), 6)
         .iter()
         .all(|g| g.start_fen == start.fen()));
+}
+
+/// All games in the shards of `dir`, in shard order.
+fn games_on_disk(dir: &std::path::Path) -> Vec<GameRecord> {
+    list_shards(dir)
+        .unwrap()
+        .iter()
+        .flat_map(|p| read_shard(p).unwrap())
+        .collect()
+}
+
+/// A kill at any moment loses no finished game: each one is in a complete shard as soon as
+/// `push` returns, without `flush` or `finish`, and shards still close at `per_shard` games.
+#[test]
+fn every_pushed_game_is_on_disk_at_once() {
+    let games = play(&quick(23), 7);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    let mut writer = ShardWriter::new(&dir, "gen-0001-000000", 3).unwrap();
+    for (i, g) in games.iter().enumerate() {
+        writer.push(g.clone()).unwrap();
+        assert_eq!(games_on_disk(&dir), games[..=i], "after game {i}");
+        assert_eq!(list_shards(&dir).unwrap().len(), i / 3 + 1);
+    }
+    // Dropped as a kill would: nothing was buffered.
+    drop(writer);
+    assert_eq!(games_on_disk(&dir), games);
+    let sizes: Vec<usize> = list_shards(&dir)
+        .unwrap()
+        .iter()
+        .map(|p| read_shard(p).unwrap().len())
+        .collect();
+    assert_eq!(sizes, [3, 3, 1]);
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(names.is_empty(), "no temporary file is left: {names:?}");
+}
+
+/// Opening a games directory removes the temporary files of writers that are gone (a kill
+/// between writing and renaming leaves one), and keeps those of live processes and every
+/// other file.
+#[test]
+fn stale_temp_files_of_dead_writers_are_removed_on_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut live = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    dead.wait().unwrap();
+    let dead_tmp = format!(".gen-0001-000000-00000.yshard.{}.tmp", dead.id());
+    let own_tmp = format!(".gen-0001-000000-00001.yshard.{}.tmp", std::process::id());
+    // The name yari_io::write_atomic gives its temporary files: `.NAME.PID-N.tmp`.
+    let dead_io_tmp = format!(".gen-0001-000000-00004.yshard.{}-7.tmp", dead.id());
+    let live_tmp = format!(".gen-0001-000000-00002.yshard.{}.tmp", live.id());
+    let keep = [
+        "notes.tmp",
+        ".state.json.tmp",
+        "x.yshard",
+        ".x.yshard.abc.tmp",
+    ];
+    for name in [&dead_tmp, &own_tmp, &dead_io_tmp, &live_tmp].into_iter().chain(
+        keep.iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .iter(),
+    ) {
+        std::fs::write(dir.join(name), b"partial").unwrap();
+    }
+    let writer = ShardWriter::new(&dir, "gen-0001-000003", 3).unwrap();
+    let removed: Vec<String> = writer
+        .removed_temp_files()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let mut expected = vec![dead_tmp.clone(), own_tmp.clone(), dead_io_tmp.clone()];
+    expected.sort();
+    assert_eq!(removed, expected);
+    assert!(dir.join(&live_tmp).exists(), "a live writer's file is kept");
+    for name in keep {
+        assert!(
+            dir.join(name).exists(),
+            "{name} is not a shard's temporary file"
+        );
+    }
+    live.kill().unwrap();
+    live.wait().unwrap();
+    let removed = yari_selfplay::remove_stale_temp_files(&dir).unwrap();
+    assert_eq!(removed, vec![dir.join(&live_tmp)]);
+}
+
+/// A raised stop flag ends the run between rounds: the games finished so far all reach the
+/// sink, the games in flight are dropped, and the stats say so.
+#[test]
+fn stop_flag_ends_the_run_with_the_finished_games() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let config = quick(24);
+    let stop = AtomicBool::new(false);
+    let mut got = Vec::new();
+    let stats = yari_selfplay::run_selfplay_until(
+        &UniformEvaluator,
+        &config,
+        40,
+        RunOptions::default(),
+        &stop,
+        |g| {
+            got.push(g);
+            if got.len() == 3 {
+                stop.store(true, Ordering::SeqCst);
+            }
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert!(stats.stopped);
+    assert_eq!(stats.games, got.len());
+    // Games finishing in the same round as the third are delivered too, but no later round
+    // runs: at most the other games in flight can join them.
+    assert!(
+        (3..3 + config.concurrent_games).contains(&got.len()),
+        "{}",
+        got.len()
+    );
+    // The finished games are the unstopped run's first ones.
+    let full = play(&config, 40);
+    assert_eq!(got, full[..got.len()]);
+    // Unraised, it changes nothing.
+    let unstopped = run_selfplay(&UniformEvaluator, &config, 6, RunOptions::default(), |_| {
+        Ok(())
+    })
+    .unwrap();
+    assert!(!unstopped.stopped && unstopped.games == 6);
 }
 
 /// The search variant in TOML: the flat fields of every config file in the repository keep
