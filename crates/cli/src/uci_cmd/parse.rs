@@ -1,0 +1,82 @@
+//! Arguments of the `position` and `go` commands.
+
+use std::time::Duration;
+
+use yari_rules::{Color, Position};
+
+use crate::engine::{Budget, DEFAULT_SIMULATIONS};
+
+/// Parses `position startpos|fen FEN [moves ...]`; on an illegal move it keeps the position
+/// reached so far and says which move was refused.
+pub(super) fn parse_position(args: &[&str]) -> Result<(Position, Option<String>), String> {
+    let moves_at = args.iter().position(|&a| a == "moves");
+    let (setup, moves) = match moves_at {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
+    let mut pos = match setup.first() {
+        Some(&"startpos") if setup.len() == 1 => Position::startpos(),
+        Some(&"fen") if setup.len() > 1 => {
+            Position::from_fen(&setup[1..].join(" ")).map_err(|e| format!("bad fen: {e}"))?
+        }
+        _ => return Err("expected 'position startpos' or 'position fen FEN' [moves ...]".into()),
+    };
+    for mv in moves {
+        if let Err(e) = pos.play_uci(mv) {
+            return Ok((
+                pos,
+                Some(format!("{e}; ignoring it and the moves after it")),
+            ));
+        }
+    }
+    Ok((pos, None))
+}
+
+pub(super) fn parse_go(args: &[&str], side: Color) -> Result<(Budget, bool), String> {
+    let mut budget = Budget {
+        simulations: None,
+        movetime: None,
+    };
+    let mut infinite = false;
+    let (mut wtime, mut btime, mut winc, mut binc) = (None, None, 0u64, 0u64);
+    let mut i = 0;
+    while i < args.len() {
+        let value = || -> Result<u64, String> {
+            args.get(i + 1)
+                .and_then(|v| v.parse::<i64>().ok())
+                .map(|v| v.max(0) as u64)
+                .ok_or_else(|| format!("'{}' needs a number", args[i]))
+        };
+        match args[i] {
+            "infinite" => {
+                infinite = true;
+                i += 1;
+                continue;
+            }
+            "nodes" => budget.simulations = Some(value()?.clamp(1, 10_000_000) as u32),
+            "movetime" => budget.movetime = Some(Duration::from_millis(value()?)),
+            "wtime" => wtime = Some(value()?),
+            "btime" => btime = Some(value()?),
+            "winc" => winc = value()?,
+            "binc" => binc = value()?,
+            "depth" | "movestogo" | "mate" => {
+                value()?;
+            }
+            other => return Err(format!("unknown go parameter '{other}'")),
+        }
+        i += 2;
+    }
+    let (time, inc) = match side {
+        Color::White => (wtime, winc),
+        Color::Black => (btime, binc),
+    };
+    if budget.movetime.is_none() && budget.simulations.is_none() && !infinite {
+        match time {
+            Some(t) => {
+                budget = Budget::from_clock(Duration::from_millis(t), Duration::from_millis(inc))
+            }
+            None => budget.simulations = Some(DEFAULT_SIMULATIONS),
+        }
+    }
+    Ok((budget, infinite))
+}
