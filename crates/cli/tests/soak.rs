@@ -25,6 +25,9 @@ const KILL_SEED: u64 = 23;
 const KILLS: usize = 10;
 /// Longest any one session may take before the test gives up on it.
 const SESSION_LIMIT: Duration = Duration::from_secs(600);
+/// What a resumed session is given before its share of the run starts to count: starting the
+/// (debug) binary, reading the run directory and loading the network.
+const STARTUP_S: f64 = 0.4;
 
 fn yari() -> Command {
     Command::new(env!("CARGO_BIN_EXE_yari"))
@@ -112,6 +115,8 @@ struct SessionLog {
     finished: BTreeMap<u32, usize>,
     /// The generation whose self-play was running when the log ends, if any.
     playing: Option<u32>,
+    /// Whether the loop logged anything (a kill before that struck during start-up).
+    any_line: bool,
 }
 
 fn parse_log(text: &str) -> SessionLog {
@@ -121,6 +126,7 @@ fn parse_log(text: &str) -> SessionLog {
             let g = log.playing.expect("a finished game outside self-play");
             *log.finished.entry(g).or_default() += 1;
         } else if let Some((_, rest)) = line.split_once("UTC] ") {
+            log.any_line = true;
             log.playing = rest
                 .strip_prefix("generation ")
                 .and_then(|r| r.split_once(": self-play "))
@@ -199,7 +205,8 @@ fn account(
         after_s,
         phase: match log.playing {
             Some(g) => format!("gen {g} self-play"),
-            None => "train/gate/rate".into(),
+            None if log.any_line => "train/gate/rate".into(),
+            None => "start-up".into(),
         },
         finished,
         finished_lost,
@@ -307,11 +314,14 @@ fn kill_soak_loses_only_games_in_flight() {
         figures.push(f);
     }
 
-    // Ten SIGKILLs at moments spread over the run: each session lives 2% to 14% of the
-    // reference run's length, so the kills reach well into its last phases.
+    // Ten SIGKILLs at moments spread over the run: after a start-up allowance (a resumed
+    // session first loads its run directory and network), each session advances the run by
+    // between a half and one and a half of an eleventh of the reference run's length, so the
+    // ten kills fall throughout the run, its last phases included, before it can complete.
     let mut completed_early = false;
     for _ in 0..KILLS {
-        let after_s = reference_s * (0.02 + 0.12 * rng.random::<f64>());
+        let share = (0.5 + rng.random::<f64>()) / (KILLS as f64 + 1.0);
+        let after_s = STARTUP_S + reference_s * share;
         let log_path = next_log();
         let before = games_on_disk(&dir);
         let t = Instant::now();
@@ -350,7 +360,15 @@ fn kill_soak_loses_only_games_in_flight() {
     assert!(status.success(), "final session failed:\n{text}");
     assert!(text.contains("budget spent after generation 2"), "{text}");
 
-    // The run directory is intact and complete.
+    // The run directory is intact and complete: first by the project's own check...
+    let check = yari().arg("check").arg(&dir).output().unwrap();
+    assert!(
+        check.status.success(),
+        "yari check after the soak:\n{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    // ...then by counting what it holds.
     assert_eq!(
         json(&dir.join("state.json"))["generation"],
         reference_generation
