@@ -114,6 +114,9 @@ fn nan_and_huge_gate_bounds_are_refused() {
         "[gate]\nsprt_elo0 = 1e9",
     ] {
         let err = RunConfig::parse(text, "test").unwrap_err();
-        assert!(format!("{err:#}").contains("gate.sprt_elo"), "{text}: {err:#}");
+        assert!(
+            format!("{err:#}").contains("gate.sprt_elo"),
+            "{text}: {err:#}"
+        );
     }
 }

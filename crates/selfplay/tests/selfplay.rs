@@ -478,12 +478,15 @@ fn stale_temp_files_of_dead_writers_are_removed_on_open() {
         "x.yshard",
         ".x.yshard.abc.tmp",
     ];
-    for name in [&dead_tmp, &own_tmp, &dead_io_tmp, &live_tmp].into_iter().chain(
-        keep.iter()
-            .map(|s| s.to_string())
-            .collect::<Vec<_>>()
-            .iter(),
-    ) {
+    for name in [&dead_tmp, &own_tmp, &dead_io_tmp, &live_tmp]
+        .into_iter()
+        .chain(
+            keep.iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .iter(),
+        )
+    {
         std::fs::write(dir.join(name), b"partial").unwrap();
     }
     let writer = ShardWriter::new(&dir, "gen-0001-000003", 3).unwrap();

@@ -15,7 +15,6 @@ use crate::engine::{Budget, Engine, DEFAULT_SIMULATIONS};
 /// Where answers go: stdout in the real engine, a buffer in tests.
 pub(super) type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 
-
 pub(super) fn say(out: &Out, line: &str) {
     let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
     // A closed stdout (the GUI went away) is not worth dying over mid-search.

@@ -3,12 +3,12 @@
 use super::parse::*;
 use super::session::*;
 use super::*;
+use proptest::prelude::*;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use yari_rules::Color;
-use proptest::prelude::*;
 use yari_model::UniformEvaluator;
+use yari_rules::Color;
 
 /// A `Write` the test can read back while the session still holds it.
 #[derive(Clone, Default)]
@@ -59,7 +59,7 @@ fn end_of_input_lets_a_limited_search_finish() {
     s.handle_line("go nodes 200");
     s.end_of_input();
     let text = out.text();
-    let last_info = text.lines().filter(|l| l.starts_with("info depth")).last();
+    let last_info = text.lines().rfind(|l| l.starts_with("info depth"));
     assert!(last_info.unwrap().contains(" nodes 200 "), "{text}");
     assert_eq!(
         text.lines().last().map(|l| l.starts_with("bestmove ")),
