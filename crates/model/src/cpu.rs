@@ -14,7 +14,7 @@
 //!
 //! Two arithmetic paths compute the same function, chosen at run time ([`CpuPath`]): f32
 //! (im2col + the `gemm` crate, any CPU) and, where the CPU has AVX-512 BF16, bf16 weights and
-//! activations with f32 accumulation ([`bf16`]'s hand-written `vdpbf16ps` kernel, no im2col).
+//! activations with f32 accumulation (the `bf16` module's hand-written `vdpbf16ps` kernel, no im2col).
 //! `YARI_CPU_PATH=f32` forces the fallback. `tests/cpu.rs` bounds how far the two disagree on
 //! the shipped net over the oracle positions.
 //!
