@@ -34,6 +34,7 @@ pub mod atomic;
 pub mod frame;
 pub mod jsonl;
 pub mod layout;
+pub mod read;
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +42,7 @@ use thiserror::Error;
 
 pub use atomic::{is_temp_name, write_atomic};
 pub use layout::RunPaths;
+pub use read::read_regular_file;
 
 /// A file operation that failed, with the file it failed on.
 #[derive(Debug, Error)]

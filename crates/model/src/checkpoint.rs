@@ -18,8 +18,6 @@
 //! anywhere is caught rather than turning into a wrong-but-loadable net. The metadata is
 //! JSON so that a human (or `jq` after skipping 20 bytes) can read what a file is.
 
-use std::fs::{self, File};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -233,7 +231,7 @@ impl Checkpoint {
     /// Reads and verifies a checkpoint file.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
         let path = path.as_ref();
-        let bytes = read_regular_file(path, MAX_CHECKPOINT_BYTES).map_err(|source| {
+        let bytes = yari_io::read_regular_file(path, MAX_CHECKPOINT_BYTES).map_err(|source| {
             CheckpointError::Io {
                 path: path.to_path_buf(),
                 source,
@@ -313,37 +311,6 @@ pub fn load(
     let ckpt = Checkpoint::read(path)?;
     let meta = ckpt.meta.clone();
     Ok((ckpt.into_net(expected, device)?, meta))
-}
-
-/// Reads a whole regular file of at most `max` bytes. Devices and pipes are refused before
-/// they are opened (`--model /dev/zero` once read until memory ran out; a FIFO would block),
-/// and the read stops past `max` even if the file grows meanwhile. Shared with the shard
-/// reader, which has the same problem.
-pub fn read_regular_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::{Error, ErrorKind};
-    let check = |meta: fs::Metadata| {
-        if !meta.is_file() {
-            return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
-        }
-        if meta.len() > max {
-            let what = format!(
-                "{} bytes, more than the {max} a checkpoint can have",
-                meta.len()
-            );
-            return Err(Error::new(ErrorKind::InvalidData, what));
-        }
-        Ok(meta.len())
-    };
-    check(fs::metadata(path)?)?;
-    let file = File::open(path)?;
-    let len = check(file.metadata()?)?;
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        let what = format!("grew past {max} bytes while being read");
-        return Err(Error::new(ErrorKind::InvalidData, what));
-    }
-    Ok(bytes)
 }
 
 fn architecture_mismatch(found: NetConfig, expected: NetConfig) -> CheckpointError {

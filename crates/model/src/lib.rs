@@ -39,7 +39,7 @@ pub mod eval;
 pub mod net;
 
 pub use burn::tensor::Device;
-pub use checkpoint::{read_regular_file, Checkpoint, CheckpointError, CheckpointMeta};
+pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};
 pub use cpu::CpuNet;
 pub use device::{describe_device, open_device, select_device, DeviceError};
 pub use eval::{Evaluation, Evaluator, NetEvaluator, UniformEvaluator};

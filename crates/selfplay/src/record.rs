@@ -571,7 +571,7 @@ pub fn decode_shard(bytes: &[u8]) -> Result<Vec<GameRecord>, RecordError> {
 pub fn read_shard(path: impl AsRef<Path>) -> Result<Vec<GameRecord>, RecordError> {
     let path = path.as_ref();
     let bytes =
-        yari_model::read_regular_file(path, MAX_SHARD_BYTES).map_err(|source| RecordError::Io {
+        yari_io::read_regular_file(path, MAX_SHARD_BYTES).map_err(|source| RecordError::Io {
             path: path.to_path_buf(),
             source,
         })?;
