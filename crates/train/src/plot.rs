@@ -41,6 +41,16 @@ pub struct EloPoint {
     pub elo: f64,
 }
 
+/// The fields of a ledger line that the Elo curve needs, in either form below; anything else
+/// on the line is ignored.
+#[derive(serde::Deserialize)]
+struct LedgerLine {
+    elo: Option<f64>,
+    generation: Option<f64>,
+    candidate: Option<String>,
+    best: Option<String>,
+}
+
 /// Reads the Elo curve from a ledger; a missing ledger reads as empty, lines that fit
 /// neither form below (or are torn) are skipped.
 ///
@@ -60,24 +70,19 @@ pub fn read_ledger(path: &Path) -> Result<Vec<EloPoint>, TrainError> {
     let mut points = std::collections::BTreeMap::new();
     let mut chained = std::collections::HashMap::<String, f64>::new();
     for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        let Ok(line) = serde_json::from_str::<LedgerLine>(line) else {
             continue;
         };
-        let Some(elo) = v
-            .get("elo")
-            .and_then(|e| e.as_f64())
-            .filter(|e| e.is_finite())
-        else {
+        let Some(elo) = line.elo.filter(|e| e.is_finite()) else {
             continue;
         };
-        if let Some(g) = v.get("generation").and_then(|g| g.as_f64()) {
+        if let Some(g) = line.generation {
             if g.is_finite() {
                 points.insert(g as i64, EloPoint { generation: g, elo });
             }
             continue;
         }
-        let name = |key: &str| v.get(key).and_then(|s| s.as_str()).map(str::to_string);
-        if let (Some(candidate), Some(best)) = (name("candidate"), name("best")) {
+        if let (Some(candidate), Some(best)) = (line.candidate, line.best) {
             if !chained.contains_key(&best) {
                 // The first best anchors the scale at 0.
                 chained.insert(best.clone(), 0.0);
