@@ -33,6 +33,38 @@ pub enum Command {
         #[arg(long)]
         run_dir: Option<PathBuf>,
     },
+    /// Many machines, self-play side: play games with the run's current best network into
+    /// RUN_DIR/incoming until the learner finishes the run or a SIGTERM arrives (the finished
+    /// games are then written, those in flight dropped).
+    Worker {
+        /// Run directory, shared with the learner (created by `yari learn --init`).
+        #[arg(long)]
+        run_dir: PathBuf,
+        /// A readable name that starts this worker's shard names (e.g. the Slurm array task).
+        #[arg(long, default_value = "worker")]
+        tag: String,
+        /// Games per batch; the best network is reloaded between batches (default: the run's
+        /// games_per_generation).
+        #[arg(long)]
+        batch_games: Option<usize>,
+        /// Stop after this many batches (0: no limit).
+        #[arg(long, default_value_t = 0)]
+        max_batches: u64,
+    },
+    /// Many machines, learner side: the train, gate and rate loop of `yari run` on the games
+    /// workers write into RUN_DIR/incoming; publishes each new best network in the run.
+    Learn {
+        /// Run directory, shared with the workers.
+        #[arg(long)]
+        run_dir: PathBuf,
+        /// Run config, used when the run directory is created (default: the built-in one).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Only create the run directory (config and generation 0), then exit; an existing
+        /// run is left alone.
+        #[arg(long)]
+        init: bool,
+    },
     /// Verify a run directory: every shard's checksum, every checkpoint, state.json against
     /// the files it names, the JSON-lines logs, stray temporary files. Exits non-zero on damage.
     Check { run_dir: PathBuf },

@@ -6,12 +6,14 @@ mod args;
 mod bench_nn;
 mod engine;
 mod export_cmd;
+mod learn_cmd;
 mod play_cmd;
 mod rules_cmd;
 mod run_cmd;
 mod selfplay_cmd;
 mod train_cmd;
 mod uci_cmd;
+mod worker_cmd;
 
 use std::time::Duration;
 
@@ -32,6 +34,8 @@ fn main() -> Result<()> {
         if matches!(
             cli.command,
             Command::Run { .. }
+                | Command::Worker { .. }
+                | Command::Learn { init: false, .. }
                 | Command::Selfplay { .. }
                 | Command::Train { .. }
                 | Command::Bench { .. }
@@ -44,6 +48,17 @@ fn main() -> Result<()> {
         Command::Legal { fen } => rules_cmd::legal(fen.as_deref()),
         Command::Run { config, run_dir } => run_cmd::run(config.as_deref(), run_dir.as_deref()),
         Command::Check { run_dir } => run_cmd::check(&run_dir),
+        Command::Worker {
+            run_dir,
+            tag,
+            batch_games,
+            max_batches,
+        } => worker_cmd::run(&run_dir, tag, batch_games, max_batches),
+        Command::Learn {
+            run_dir,
+            config,
+            init,
+        } => learn_cmd::run(&run_dir, config.as_deref(), init),
         Command::Selfplay {
             model,
             games,

@@ -203,6 +203,7 @@ pub fn check_run(root: &Path) -> CheckReport {
             }
         }
     }
+    check_roles(&mut report, &run);
     // Logs.
     check_log::<yari_arena::GateDecision>(&mut report, &paths.ledger_file());
     check_log::<crate::RatingEntry>(&mut report, &paths.ratings_file());
@@ -235,6 +236,56 @@ pub fn check_run(root: &Path) -> CheckReport {
         );
     }
     report
+}
+
+/// The files of a many-machine run (`yari learn` and `yari worker`): shards waiting in
+/// `incoming/` must verify like any other (a damaged one is a warning only, since the learner
+/// moves it to `rejected/` and never trains on it), `rejected/` holds what was refused, and the
+/// workers' status files must be status records.
+fn check_roles(report: &mut CheckReport, run: &RunDir) {
+    if let Ok(shards) = yari_selfplay::list_shards(run.incoming_dir()) {
+        for shard in shards {
+            report.shards += 1;
+            match yari_selfplay::read_shard(&shard) {
+                Ok(g) => report.games += g.len(),
+                Err(e) => report.add(
+                    Severity::Warning,
+                    &shard,
+                    format!("{e} (the learner moves it to rejected/, never trains on it)"),
+                ),
+            }
+        }
+    }
+    if let Ok(shards) = yari_selfplay::list_shards(run.rejected_dir()) {
+        for shard in shards {
+            report.add(
+                Severity::Warning,
+                &shard,
+                "refused by the learner (failed verification), never trained on; safe to delete",
+            );
+        }
+    }
+    for file in files_in(&run.workers_dir()) {
+        if hidden(&file) || file.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let parsed = std::fs::read_to_string(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| {
+                serde_json::from_str::<crate::WorkerStatus>(&t).map_err(|e| e.to_string())
+            });
+        if let Err(e) = parsed {
+            report.add(Severity::Damage, &file, format!("not a worker status: {e}"));
+        }
+    }
+    let finished = run.finished_file();
+    if finished.exists() && !finished.is_file() {
+        report.add(
+            Severity::Damage,
+            &finished,
+            "the finished marker is not a file",
+        );
+    }
 }
 
 fn check_checkpoint(report: &mut CheckReport, path: &Path) {

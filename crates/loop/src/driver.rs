@@ -68,6 +68,9 @@ pub struct Loop {
     state: RunState,
     session_start: Instant,
     log: Log,
+    /// Where a generation's games come from: `None`, played in this process (`yari run`);
+    /// an intake, written by workers into `incoming/` (`yari learn`).
+    intake: Option<crate::roles::Intake>,
 }
 
 impl Loop {
@@ -112,7 +115,14 @@ impl Loop {
             state,
             session_start: Instant::now(),
             log,
+            intake: None,
         })
+    }
+
+    /// This loop with its self-play phase replaced by the intake of workers' games.
+    pub fn with_intake(mut self, intake: crate::roles::Intake) -> Loop {
+        self.intake = Some(intake);
+        self
     }
 
     /// The run directory.
@@ -167,11 +177,23 @@ impl Loop {
         let log = self.log;
         match phase {
             Phase::Selfplay => {
-                let out = phases::selfplay(&self.dir, &self.config, g, &self.state.best, log)?;
+                let (games, positions, seconds) = match &mut self.intake {
+                    None => {
+                        let out =
+                            phases::selfplay(&self.dir, &self.config, g, &self.state.best, log)?;
+                        (out.games, out.positions, out.seconds)
+                    }
+                    Some(intake) => {
+                        let out =
+                            crate::roles::take_games(&self.dir, &self.config, intake, g, log)?;
+                        self.state.summary.workers = out.workers;
+                        (out.games, out.positions, out.seconds)
+                    }
+                };
                 let s = &mut self.state.summary;
-                s.games = out.games;
-                s.positions += out.positions;
-                s.selfplay_s += out.seconds;
+                s.games = games;
+                s.positions += positions;
+                s.selfplay_s += seconds;
                 self.state.phase = Phase::Train;
             }
             Phase::Train => {
@@ -268,9 +290,16 @@ impl Loop {
 
     /// Runs phases until the budget is spent (finishing a started generation).
     pub fn run(&mut self) -> Result<(), LoopError> {
+        let finished = self.dir.finished_file();
+        // A run whose budget was raised (a config edited by hand) is not finished any more.
+        if self.has_work() && finished.exists() {
+            std::fs::remove_file(&finished).map_err(|e| LoopError::io(&finished, e))?;
+        }
         while self.has_work() {
             self.step()?;
         }
+        // Tells the workers to stop.
+        yari_io::write_atomic(&finished, format!("{}\n", self.state.best).as_bytes())?;
         (self.log)(&format!(
             "budget spent after generation {} ({:.2} h); best network {}",
             self.state.generation - 1,

@@ -11,15 +11,15 @@
 //!
 //! `yari run` plays every role in one process. The same functions serve split roles:
 //!
-//! - a **worker** (self-play forever) calls [`RunDir::require_state`] before each batch to
-//!   pick up the current best network, then [`phases::play_games`] with a
-//!   [`phases::worker_prefix`] (host and process id) as the shard prefix, so shards of
-//!   concurrent workers never collide, into a folder under `games/` (the trainer's replay
-//!   window reads every folder there);
-//! - a **learner** (train, gate, rate) polls [`phases::total_games`] until enough new games
-//!   have arrived from any worker since its last generation, then runs [`phases::train`], [`phases::gate`] and
-//!   [`phases::rate`] and closes the generation with [`Loop::finish_generation`] — which is
-//!   what [`Loop::step`] does for every phase but self-play.
+//! - a **worker** ([`roles::run_worker`], self-play forever) reads [`RunDir::require_state`]
+//!   before each batch to pick up the current best network, then plays the batch with
+//!   [`phases::play_batch`] (the routine `yari run` plays a generation with) into shards named
+//!   after its tag, host, process id and start time in `incoming/`, until the learner writes
+//!   `finished` or a signal stops it;
+//! - a **learner** ([`roles::open_learner`]) is the same [`Loop`] with the self-play phase
+//!   replaced by [`roles::take_games`]: verified shards from `incoming/`, once
+//!   `games_per_generation` of them have arrived from any workers, are moved into the
+//!   generation's games; corrupt ones go to `rejected/`.
 //!
 //! Both go through [`RunDir`] for every file, and every file is written by [`yari_io`]'s
 //! crash-safe writers, so a kill of either loses only the games or steps in flight.
@@ -44,6 +44,7 @@ pub mod check;
 pub mod config;
 mod driver;
 pub mod phases;
+pub mod roles;
 pub mod run_dir;
 
 use std::path::{Path, PathBuf};
@@ -55,6 +56,7 @@ pub use config::{
     section_from_file, GateSection, RatingSection, RunConfig, RunSection, DEFAULT_CONFIG,
 };
 pub use driver::{open_run, stderr_log, Log, Loop};
+pub use roles::{Intake, WorkerOptions, WorkerStatus};
 pub use run_dir::{GenerationSummary, Phase, PlayerKey, RatingEntry, RunDir, RunState};
 
 /// Why the loop (or a check) could not go on.

@@ -6,6 +6,7 @@
 //! again after a kill only finishes it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use yari_arena::{
@@ -15,7 +16,7 @@ use yari_arena::{
 use yari_io::layout::generation_name;
 use yari_io::RunPaths;
 use yari_rules::Move;
-use yari_selfplay::{run_selfplay, RunOptions, SelfplayStats, ShardWriter};
+use yari_selfplay::{run_selfplay, RunOptions, SelfplayConfig, ShardWriter};
 use yari_train::Trainer;
 
 use crate::driver::Log;
@@ -83,6 +84,99 @@ pub fn worker_prefix() -> String {
     format!("{host}-{}", std::process::id())
 }
 
+/// What one batch of self-play wrote.
+#[derive(Clone, Debug, Default)]
+pub struct BatchOutcome {
+    /// Finished games written to shards.
+    pub games: u64,
+    /// Training positions of those games.
+    pub positions: u64,
+    /// Seconds spent playing.
+    pub seconds: f64,
+    /// Whether `stop` cut the batch short (the games then in flight were dropped).
+    pub stopped: bool,
+    /// The self-play statistics line (empty when stopped).
+    pub summary: String,
+}
+
+/// Plays `games` games with `evaluator` into shards `{prefix}-NNNNN.yshard` in `out`: the one
+/// self-play routine of `yari run` (a generation's games) and of a worker (a batch). Once
+/// `stop` is set the batch ends at the next finished game; every finished game is still
+/// written, the games in flight are dropped.
+pub fn play_batch(
+    evaluator: &dyn yari_model::eval::Evaluator,
+    selfplay: &SelfplayConfig,
+    games: usize,
+    out: &Path,
+    prefix: &str,
+    progress: bool,
+    stop: Option<&AtomicBool>,
+) -> Result<BatchOutcome, LoopError> {
+    let start = Instant::now();
+    let mut writer = ShardWriter::new(out, prefix, selfplay.games_per_shard)?;
+    let (mut written, mut positions) = (0u64, 0u64);
+    let stopping = || stop.is_some_and(|s| s.load(Ordering::SeqCst));
+    let outcome = run_selfplay(
+        evaluator,
+        selfplay,
+        games,
+        RunOptions {
+            progress,
+            ..RunOptions::default()
+        },
+        |game| {
+            written += 1;
+            positions += game.samples.len() as u64;
+            writer.push(game)?;
+            if stopping() {
+                // Ends the run at the first finished game after the signal; told apart from
+                // a real error by the flag below.
+                return Err(yari_selfplay::RecordError::Io {
+                    path: PathBuf::from("(stop requested)"),
+                    source: std::io::Error::new(std::io::ErrorKind::Interrupted, "stop"),
+                });
+            }
+            Ok(())
+        },
+    );
+    let (stopped, summary) = match outcome {
+        Ok(stats) => (false, stats.summary()),
+        Err(_) if stopping() => (true, String::new()),
+        Err(e) => return Err(e.into()),
+    };
+    // Finished games buffered for an incomplete shard are written, also when stopping.
+    writer.finish()?;
+    Ok(BatchOutcome {
+        games: written,
+        positions,
+        seconds: start.elapsed().as_secs_f64(),
+        stopped,
+        summary,
+    })
+}
+
+/// Loads the run's network `network` for self-play.
+pub fn load_network(
+    run: &RunDir,
+    network: &str,
+) -> Result<yari_model::eval::NetEvaluator, LoopError> {
+    let path = run.paths().resolve(network);
+    yari_model::eval::NetEvaluator::from_checkpoint(&path, yari_model::default_device()).map_err(
+        |source| LoopError::Checkpoint {
+            path,
+            source: Box::new(source),
+        },
+    )
+}
+
+/// The config's self-play settings with `seed` mixed into the seed, so that distinct
+/// generations, resumption points and workers play distinct games.
+pub fn seeded(config: &RunConfig, seed: u64) -> SelfplayConfig {
+    let mut sp = config.selfplay.clone();
+    sp.seed = sp.seed.wrapping_mul(0x9E37_79B9).wrapping_add(seed);
+    sp
+}
+
 /// A batch of self-play games for [`play_games`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct GameBatch<'a> {
@@ -106,37 +200,20 @@ pub fn play_games(
     config: &RunConfig,
     batch: &GameBatch<'_>,
     log: Log,
-) -> Result<SelfplayStats, LoopError> {
-    let GameBatch {
-        network,
-        games,
-        out,
-        prefix,
-        seed,
-    } = *batch;
-    let path = run.paths().resolve(network);
-    let evaluator =
-        yari_model::eval::NetEvaluator::from_checkpoint(&path, yari_model::default_device())
-            .map_err(|source| LoopError::Checkpoint {
-                path: path.clone(),
-                source: Box::new(source),
-            })?;
-    let mut sp = config.selfplay.clone();
-    sp.seed = sp.seed.wrapping_mul(0x9E37_79B9).wrapping_add(seed);
-    let mut writer = ShardWriter::new(out, prefix, sp.games_per_shard)?;
-    let stats = run_selfplay(
+) -> Result<BatchOutcome, LoopError> {
+    let evaluator = load_network(run, batch.network)?;
+    let sp = seeded(config, batch.seed);
+    let outcome = play_batch(
         &evaluator,
         &sp,
-        games,
-        RunOptions {
-            progress: true,
-            ..RunOptions::default()
-        },
-        |game| writer.push(game),
+        batch.games,
+        batch.out,
+        batch.prefix,
+        true,
+        None,
     )?;
-    writer.finish()?;
-    log(&stats.summary());
-    Ok(stats)
+    log(&outcome.summary);
+    Ok(outcome)
 }
 
 /// Plays generation `g`'s games that are not already on disk with the network `best`.
@@ -169,8 +246,7 @@ pub fn selfplay(
             prefix: &prefix,
             seed,
         };
-        let stats = play_games(run, config, &batch, log)?;
-        positions = stats.samples;
+        positions = play_games(run, config, &batch, log)?.positions;
     }
     Ok(SelfplayOutcome {
         games: target.max(done) as u64,

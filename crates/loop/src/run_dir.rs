@@ -202,6 +202,9 @@ pub struct GenerationSummary {
     pub ratings: Vec<RatingEntry>,
     /// Wall time of the run when the generation finished.
     pub elapsed_s: f64,
+    /// Under `yari learn`: games of the generation from each worker, by worker id.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub workers: std::collections::BTreeMap<String, u64>,
 }
 
 /// A run directory.
