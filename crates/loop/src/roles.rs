@@ -233,10 +233,14 @@ pub fn run_worker(
             }
         }
         let (net_name, evaluator) = loaded.as_ref().expect("loaded above");
-        let sp = phases::seeded(
+        let mut sp = phases::seeded(
             &config,
             id_hash.wrapping_add(status.batches.wrapping_mul(0x2545_F491_4F6C_DD1D)),
         );
+        // One game a shard: a shard in `incoming/` is then complete the moment it appears.
+        // With more, the writer rewrites its open shard after every game (so a kill loses no
+        // finished game) and the learner could take a shard that is still growing.
+        sp.games_per_shard = 1;
         let result = phases::play_batch(
             evaluator,
             &sp,
