@@ -14,6 +14,7 @@
 #   GPU_CHECK_GAMES=16 GPU_CHECK_SIMS=8 GPU_CHECK_STEPS=20 GPU_CHECK_GATE_GAMES=4 \
 #   GPU_CHECK_RATING_GAMES=2 GPU_CHECK_BENCH_SECONDS=10 GPU_CHECK_PROFILE=dev):
 #   GPU_CHECK_PROFILE        cargo profile (release)
+#   GPU_CHECK_BIN            an already built `yari` (with --features wgpu) instead of building
 #   GPU_CHECK_BLOCKS/CHANNELS  the net (gpu.toml's 10 x 128)
 #   GPU_CHECK_CONCURRENT     self-play games in flight = network batch (gpu.toml's 1024)
 #   GPU_CHECK_BATCH          training batch (gpu.toml's 1024)
@@ -35,9 +36,14 @@ trap 'rm -rf "$work"' EXIT
 started=$(date +%s)
 stamp() { echo "[$(($(date +%s) - started)) s] $*"; }
 
-stamp "== build ($profile, --features wgpu)"
-cargo build --profile "$profile" -p yari-cli --features wgpu --quiet
-stamp "built $bin"
+if [ -n "${GPU_CHECK_BIN:-}" ]; then
+    bin=$GPU_CHECK_BIN
+    stamp "== not building: using $bin"
+else
+    stamp "== build ($profile, --features wgpu)"
+    cargo build --profile "$profile" -p yari-cli --features wgpu --quiet
+    stamp "built $bin"
+fi
 
 stamp "== adapter"
 if command -v vulkaninfo >/dev/null; then

@@ -352,8 +352,8 @@ mod tests {
             calls.fetch_add(1, Ordering::SeqCst);
             assert_eq!(x.len(), n);
             std::thread::sleep(std::time::Duration::from_millis(20));
-            let policy = x.iter().flat_map(|&v| vec![v; POLICY_SIZE]).collect();
-            let wdl = x.iter().flat_map(|&v| [v, -v, 2.0 * v]).collect();
+            let policy: Vec<f32> = x.iter().flat_map(|&v| vec![v; POLICY_SIZE]).collect();
+            let wdl: Vec<f32> = x.iter().flat_map(|&v| [v, -v, 2.0 * v]).collect();
             (policy, wdl)
         };
         let threads = 8;
