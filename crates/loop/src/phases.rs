@@ -6,7 +6,7 @@
 //! again after a kill only finishes it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use yari_arena::{
@@ -16,7 +16,7 @@ use yari_arena::{
 use yari_io::layout::generation_name;
 use yari_io::RunPaths;
 use yari_rules::Move;
-use yari_selfplay::{run_selfplay, RunOptions, SelfplayConfig, ShardWriter};
+use yari_selfplay::{run_selfplay_until, RunOptions, SelfplayConfig, ShardWriter};
 use yari_train::Trainer;
 
 use crate::driver::Log;
@@ -101,7 +101,7 @@ pub struct BatchOutcome {
 
 /// Plays `games` games with `evaluator` into shards `{prefix}-NNNNN.yshard` in `out`: the one
 /// self-play routine of `yari run` (a generation's games) and of a worker (a batch). Once
-/// `stop` is set the batch ends at the next finished game; every finished game is still
+/// `stop` is set the batch ends between two rounds of the search; every finished game is still
 /// written, the games in flight are dropped.
 pub fn play_batch(
     evaluator: &dyn yari_model::eval::Evaluator,
@@ -115,8 +115,8 @@ pub fn play_batch(
     let start = Instant::now();
     let mut writer = ShardWriter::new(out, prefix, selfplay.games_per_shard)?;
     let (mut written, mut positions) = (0u64, 0u64);
-    let stopping = || stop.is_some_and(|s| s.load(Ordering::SeqCst));
-    let outcome = run_selfplay(
+    let never = AtomicBool::new(false);
+    let stats = run_selfplay_until(
         evaluator,
         selfplay,
         games,
@@ -124,25 +124,17 @@ pub fn play_batch(
             progress,
             ..RunOptions::default()
         },
+        stop.unwrap_or(&never),
         |game| {
             written += 1;
             positions += game.samples.len() as u64;
-            writer.push(game)?;
-            if stopping() {
-                // Ends the run at the first finished game after the signal; told apart from
-                // a real error by the flag below.
-                return Err(yari_selfplay::RecordError::Io {
-                    path: PathBuf::from("(stop requested)"),
-                    source: std::io::Error::new(std::io::ErrorKind::Interrupted, "stop"),
-                });
-            }
-            Ok(())
+            writer.push(game)
         },
-    );
-    let (stopped, summary) = match outcome {
-        Ok(stats) => (false, stats.summary()),
-        Err(_) if stopping() => (true, String::new()),
-        Err(e) => return Err(e.into()),
+    )?;
+    let (stopped, summary) = if stats.stopped {
+        (true, String::new())
+    } else {
+        (false, stats.summary())
     };
     // Finished games buffered for an incomplete shard are written, also when stopping.
     writer.finish()?;
