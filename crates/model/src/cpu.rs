@@ -27,6 +27,7 @@ use yari_rules::encoding::{FILES, RANKS};
 use crate::net::{Net, NetConfig, SQUARES};
 
 mod bf16;
+pub mod train;
 
 pub use bf16::{dpbf16_peak_gflops, fma_f32_peak_gflops};
 use bf16::{ConvBf16, PSQ};
@@ -368,29 +369,7 @@ impl Conv3x3 {
         let positions = x.len() / (SQUARES * cin);
         let k = 9 * cin;
         let rows = positions * SQUARES;
-        for p in 0..positions {
-            let image = &x[p * SQUARES * cin..(p + 1) * SQUARES * cin];
-            for r in 0..RANKS {
-                for f in 0..FILES {
-                    let row = (p * SQUARES + r * FILES + f) * k;
-                    // The on-board neighbours of one kernel row are adjacent squares of one
-                    // rank, and adjacent slots of the im2col row: one copy per kernel row.
-                    let f_lo = f.saturating_sub(1);
-                    let f_hi = (f + 1).min(FILES - 1);
-                    let kx_lo = f_lo + 1 - f;
-                    let len = (f_hi - f_lo + 1) * cin;
-                    for ky in 0..3 {
-                        let rr = r + ky;
-                        if rr == 0 || rr > RANKS {
-                            continue;
-                        }
-                        let src = ((rr - 1) * FILES + f_lo) * cin;
-                        let dst = row + (ky * 3 + kx_lo) * cin;
-                        col[dst..dst + len].copy_from_slice(&image[src..src + len]);
-                    }
-                }
-            }
-        }
+        im2col(x, cin, col);
         let block = &mut out[..rows * cout];
         matmul(rows, k, cout, &col[..rows * k], &self.weight, block);
         match skip {
@@ -733,5 +712,36 @@ impl CpuNet {
         self.value_fc
             .forward(&b.value_compact[..n * SQUARES * vc], true, hidden);
         self.value_out.forward(hidden, false, wdl);
+    }
+}
+
+/// Writes the im2col rows (`[rows, 9 * c]`) of the `x.len() / (63 * c)` channels-last positions
+/// of `x` into `col`, for a same-padded 3x3 convolution. The on-board neighbours of one kernel
+/// row are adjacent squares of one rank and adjacent slots of the im2col row: one copy per
+/// kernel row. Slots of off-board neighbours are never written: `col` must have been zeroed
+/// when allocated and used only with this `c` since, so they stay zero.
+pub(crate) fn im2col(x: &[f32], c: usize, col: &mut [f32]) {
+    let positions = x.len() / (SQUARES * c);
+    let k = 9 * c;
+    for p in 0..positions {
+        let image = &x[p * SQUARES * c..(p + 1) * SQUARES * c];
+        for r in 0..RANKS {
+            for f in 0..FILES {
+                let row = (p * SQUARES + r * FILES + f) * k;
+                let f_lo = f.saturating_sub(1);
+                let f_hi = (f + 1).min(FILES - 1);
+                let kx_lo = f_lo + 1 - f;
+                let len = (f_hi - f_lo + 1) * c;
+                for ky in 0..3 {
+                    let rr = r + ky;
+                    if rr == 0 || rr > RANKS {
+                        continue;
+                    }
+                    let src = ((rr - 1) * FILES + f_lo) * c;
+                    let dst = row + (ky * 3 + kx_lo) * c;
+                    col[dst..dst + len].copy_from_slice(&image[src..src + len]);
+                }
+            }
+        }
     }
 }

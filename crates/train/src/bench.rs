@@ -13,7 +13,7 @@ use yari_selfplay::{GameEnd, GameRecord, GameResult, Sample};
 
 use crate::config::TrainConfig;
 use crate::error::TrainError;
-use crate::trainer::{training_device, Stepper};
+use crate::trainer::{training_device, Stepper, TrainPath};
 use crate::window::{Prefetcher, WindowSnapshot};
 
 /// Games of uniformly random legal moves, every position a sample whose target puts half its
@@ -54,6 +54,7 @@ pub fn random_games(games: usize, max_plies: usize, seed: u64) -> Vec<GameRecord
                 samples.push(Sample {
                     ply: moves.len() as u32,
                     root_value: rng.random_range(-1.0..1.0),
+                    surprise: 0.0,
                     policy,
                 });
                 moves.push(mv.to_u16());
@@ -89,8 +90,11 @@ pub struct TrainBench {
     pub samples_per_s: f64,
     /// The burn device trained on.
     pub device: String,
-    /// The arithmetic of the step: burn's autodiff runs f32 on every backend here.
+    /// The arithmetic of the step: f32 on both paths.
     pub path: &'static str,
+    /// How the gradients were computed: `burn` (autodiff) or `cpu` (the hand-written pass);
+    /// [`crate::TRAIN_PATH_ENV`] chooses.
+    pub train_path: TrainPath,
     /// Achieved GFLOP/s, counting a step as 3 forward passes per sample (forward, and the
     /// backward pass's two products per layer: gradients of inputs and of weights).
     pub gflops: f64,
@@ -113,7 +117,8 @@ pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBenc
     let device = training_device();
     device.seed(config.seed);
     let net = config.net.init(&device);
-    let mut stepper = Stepper::new(config.clone(), device.clone(), net);
+    let train_path = TrainPath::detect(&device)?;
+    let mut stepper = Stepper::new(config.clone(), device.clone(), net, train_path);
     let window = Arc::new(WindowSnapshot::from_games(random_games(
         48,
         160,
@@ -149,6 +154,7 @@ pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBenc
         samples_per_s,
         device: yari_model::describe_device(&device),
         path: "f32",
+        train_path,
         gflops,
         peak_gflops: machine_peak / threads as f64,
         fraction_of_f32_peak: gflops / machine_peak,

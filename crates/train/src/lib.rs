@@ -49,4 +49,7 @@ pub use bench::{bench_train, random_games, TrainBench};
 pub use config::{LrConfig, LrScheduleKind, OptimizerKind, TrainConfig, WindowConfig};
 pub use error::TrainError;
 pub use metrics::{read_metrics, StepMetrics, METRICS_FILE};
-pub use trainer::{training_device, TrainState, TrainSummary, Trainer, STATE_FILE, TRAIN_DIR};
+pub use trainer::{
+    training_device, TrainPath, TrainState, TrainSummary, Trainer, STATE_FILE, TRAIN_DIR,
+    TRAIN_PATH_ENV,
+};

@@ -27,6 +27,7 @@ use burn::tensor::{Bytes, Device, Tensor, TensorData};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use yari_model::checkpoint::{self, Checkpoint, CheckpointMeta};
+use yari_model::cpu::train::{loss_and_grads, TrainBatch};
 use yari_model::{Net, NetConfig};
 use yari_rules::encoding::{FILES, INPUT_PLANES, POLICY_SIZE, RANKS};
 
@@ -42,6 +43,61 @@ pub const STATE_FILE: &str = "state.json";
 /// Position counts of the shards seen, inside [`TRAIN_DIR`] (see [`ReplayWindow::with_index`]).
 pub const SHARD_INDEX_FILE: &str = "shard-index.json";
 const STATE_FORMAT: u32 = 1;
+
+/// The environment variable that chooses how a training step computes its gradients:
+/// `burn`, `cpu` or `auto` (the default: `cpu` on a CPU device, `burn` elsewhere).
+pub const TRAIN_PATH_ENV: &str = "YARI_TRAIN_PATH";
+
+/// How a training step computes the losses and gradients; the optimizer, its state, the
+/// checkpoints and everything else are burn's either way, so a run may switch between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrainPath {
+    /// burn's autodiff on the training device (any backend, GPUs included).
+    Burn,
+    /// The hand-written forward and backward pass of `yari_model::cpu::train`: CPU devices
+    /// only. Measured with `yari bench train` on the 2-core machine, default 4x32 net, batch
+    /// 256: see `docs/experiments.md`.
+    Cpu,
+}
+
+impl TrainPath {
+    /// The path for `device`: [`TRAIN_PATH_ENV`] if set, else [`TrainPath::Cpu`] on a CPU
+    /// device and [`TrainPath::Burn`] elsewhere. A forced `cpu` on a GPU device is an error,
+    /// not a silent fallback.
+    pub fn detect(device: &Device) -> Result<Self, TrainError> {
+        let cpu = yari_model::cpu::train::supports(device);
+        let auto = if cpu { TrainPath::Cpu } else { TrainPath::Burn };
+        let value = std::env::var(TRAIN_PATH_ENV).unwrap_or_default();
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(auto),
+            "burn" => Ok(TrainPath::Burn),
+            "cpu" => Self::Cpu.check(device),
+            other => Err(TrainError::Config(format!(
+                "{TRAIN_PATH_ENV}={other:?}: expected burn, cpu or auto"
+            ))),
+        }
+    }
+
+    /// `self` if `device` can run it.
+    pub fn check(self, device: &Device) -> Result<Self, TrainError> {
+        if self == TrainPath::Cpu && !yari_model::cpu::train::supports(device) {
+            return Err(TrainError::Config(format!(
+                "the cpu training path needs a CPU device, the training device is {}",
+                yari_model::describe_device(device)
+            )));
+        }
+        Ok(self)
+    }
+
+    /// `"burn"` or `"cpu"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrainPath::Burn => "burn",
+            TrainPath::Cpu => "cpu",
+        }
+    }
+}
 
 /// The resumable state pointer, `RUN_DIR/train/state.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -169,6 +225,8 @@ pub(crate) struct Stepper {
     pub(crate) optim: ModuleOptimizer,
     /// Optimizer steps completed.
     pub(crate) step: u64,
+    /// How gradients are computed.
+    pub(crate) path: TrainPath,
 }
 
 /// The numbers of one step, before they become [`StepMetrics`].
@@ -182,7 +240,7 @@ pub(crate) struct StepOutcome {
 }
 
 impl Stepper {
-    pub(crate) fn new(config: TrainConfig, device: Device, net: Net) -> Self {
+    pub(crate) fn new(config: TrainConfig, device: Device, net: Net, path: TrainPath) -> Self {
         let optim = build_optimizer(&config);
         Self {
             config,
@@ -190,6 +248,7 @@ impl Stepper {
             net: Some(net),
             optim,
             step: 0,
+            path,
         }
     }
 
@@ -207,52 +266,19 @@ impl Stepper {
     /// configured global norm on the device, and a single read-back at the end brings the
     /// losses, the norm and a finiteness probe of the updated weights to the host.
     pub(crate) fn step(&mut self, batch: &Batch) -> Result<StepOutcome, TrainError> {
-        let n = batch.size;
         let lr = self.config.lr.lr_at(self.step);
-        let device = &self.device;
-        let x = Tensor::<4>::from_data(
-            TensorData::new(batch.inputs.clone(), [n, INPUT_PLANES, RANKS, FILES]),
-            device,
-        );
-        let policy_target = Tensor::<2>::from_data(
-            TensorData::new(batch.policy.clone(), [n, POLICY_SIZE]),
-            device,
-        );
-        let wdl_target = Tensor::<2>::from_data(TensorData::new(batch.wdl.clone(), [n, 3]), device);
-
         let net = self.net.take().expect("net present between steps");
-        let (policy, wdl) = net.forward(x);
-        let policy_ce = (log_softmax(policy, 1) * policy_target)
-            .sum_dim(1)
-            .mean()
-            .neg();
-        let value_ce = (log_softmax(wdl, 1) * wdl_target).sum_dim(1).mean().neg();
-        let total = policy_ce.clone() + value_ce.clone().mul_scalar(self.config.value_loss_weight);
-        let mut grads = GradientsParams::from_grads(total.backward(), &net);
-
-        let mut squares = GradSquares {
-            grads: &grads,
-            sums: Vec::new(),
+        let (net, grads, losses) = match self.path {
+            TrainPath::Burn => self.burn_grads(net, batch),
+            TrainPath::Cpu => self.cpu_grads(net, batch),
         };
-        net.visit(&mut squares);
-        if squares.sums.is_empty() {
-            self.net = Some(net);
-            return Err(TrainError::NoGradients);
-        }
-        let norm = Tensor::cat(squares.sums, 0).sum().sqrt();
-        if let Some(max_norm) = self.config.grad_clip_norm {
-            let scale = norm
-                .clone()
-                .add_scalar(1e-6)
-                .recip()
-                .mul_scalar(max_norm)
-                .clamp_max(1.0);
-            let mut scaler = ScaleGrads {
-                grads: &mut grads,
-                scale,
-            };
-            net.visit(&mut scaler);
-        }
+        let (net, grads, [policy_ce, value_ce, norm]) = match (grads, losses) {
+            (Ok(g), l) => (net, g, l),
+            (Err(e), _) => {
+                self.net = Some(net);
+                return Err(e);
+            }
+        };
         let net = self.optim.step(lr, net, grads);
         let mut weights = WeightSums { sums: Vec::new() };
         net.visit(&mut weights);
@@ -262,9 +288,9 @@ impl Stepper {
 
         let probe = Tensor::cat(
             vec![
-                policy_ce.inner().reshape([1]),
-                value_ce.inner().reshape([1]),
-                norm.inner().reshape([1]),
+                policy_ce.reshape([1]),
+                value_ce.reshape([1]),
+                norm.reshape([1]),
                 weight_sum.reshape([1]),
             ],
             0,
@@ -303,6 +329,109 @@ impl Stepper {
             grad_norm,
             lr,
         })
+    }
+
+    /// burn's autodiff: the gradients, clipped, and `[policy ce, value ce, norm]` as
+    /// one-element tensors on the inner device (read back once, with the weights' probe).
+    fn burn_grads(
+        &self,
+        net: Net,
+        batch: &Batch,
+    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 3]) {
+        let n = batch.size;
+        let device = &self.device;
+        let x = Tensor::<4>::from_data(
+            TensorData::new(batch.inputs.clone(), [n, INPUT_PLANES, RANKS, FILES]),
+            device,
+        );
+        let policy_target = Tensor::<2>::from_data(
+            TensorData::new(batch.policy.clone(), [n, POLICY_SIZE]),
+            device,
+        );
+        let wdl_target = Tensor::<2>::from_data(TensorData::new(batch.wdl.clone(), [n, 3]), device);
+
+        let (policy, wdl) = net.forward(x);
+        let policy_ce = (log_softmax(policy, 1) * policy_target)
+            .sum_dim(1)
+            .mean()
+            .neg();
+        let value_ce = (log_softmax(wdl, 1) * wdl_target).sum_dim(1).mean().neg();
+        let total = policy_ce.clone() + value_ce.clone().mul_scalar(self.config.value_loss_weight);
+        let mut grads = GradientsParams::from_grads(total.backward(), &net);
+        let (pce, vce) = (policy_ce.inner(), value_ce.inner());
+
+        let mut squares = GradSquares {
+            grads: &grads,
+            sums: Vec::new(),
+        };
+        net.visit(&mut squares);
+        if squares.sums.is_empty() {
+            let zero = pce.clone();
+            return (net, Err(TrainError::NoGradients), [pce, vce, zero]);
+        }
+        let norm = Tensor::cat(squares.sums, 0).sum().sqrt();
+        if let Some(max_norm) = self.config.grad_clip_norm {
+            let scale = norm
+                .clone()
+                .add_scalar(1e-6)
+                .recip()
+                .mul_scalar(max_norm)
+                .clamp_max(1.0);
+            let mut scaler = ScaleGrads {
+                grads: &mut grads,
+                scale,
+            };
+            net.visit(&mut scaler);
+        }
+        (net, Ok(grads), [pce, vce, norm.inner()])
+    }
+
+    /// The hand-written CPU pass (`yari_model::cpu::train`), clipped the way
+    /// [`Stepper::burn_grads`] clips: `min(1, max_norm / (norm + 1e-6))`.
+    fn cpu_grads(
+        &self,
+        net: Net,
+        batch: &Batch,
+    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 3]) {
+        let inner = self.device.clone().without_autodiff();
+        let scalar = |v: f64| Tensor::<1>::from_data(TensorData::new(vec![v as f32], [1]), &inner);
+        let cpu_batch = TrainBatch {
+            n: batch.size,
+            inputs: &batch.inputs,
+            policy: &batch.policy,
+            wdl: &batch.wdl,
+        };
+        let out = match loss_and_grads(
+            &net,
+            &self.config.net,
+            &cpu_batch,
+            self.config.value_loss_weight as f32,
+        ) {
+            Ok(out) => out,
+            Err(e) => {
+                let nan = || scalar(f64::NAN);
+                return (
+                    net,
+                    Err(TrainError::Config(e.to_string())),
+                    [nan(), nan(), nan()],
+                );
+            }
+        };
+        let norm = out.squared_norm().sqrt() as f32;
+        let scale = match self.config.grad_clip_norm {
+            Some(max_norm) => ((max_norm as f32) / (norm + 1e-6)).min(1.0),
+            None => 1.0,
+        };
+        let losses = [
+            scalar(out.policy_ce),
+            scalar(out.value_ce),
+            scalar(norm as f64),
+        ];
+        if out.grads.is_empty() {
+            return (net, Err(TrainError::NoGradients), losses);
+        }
+        let grads = out.into_gradients_params(scale, &inner);
+        (net, Ok(grads), losses)
     }
 }
 
@@ -367,6 +496,7 @@ impl Trainer {
         let train_dir = run_dir.join(TRAIN_DIR);
         std::fs::create_dir_all(&train_dir).map_err(|e| TrainError::io(&train_dir, e))?;
         let device = training_device();
+        let path = TrainPath::detect(&device)?;
         let state_path = train_dir.join(STATE_FILE);
         let window = ReplayWindow::new(config.games_dir_in(run_dir), config.window.clone())
             .with_index(train_dir.join(SHARD_INDEX_FILE));
@@ -402,7 +532,7 @@ impl Trainer {
             let net = Checkpoint::read(&ckpt_path)
                 .and_then(|c| c.into_net(&config.net, &device))
                 .map_err(|e| TrainError::checkpoint(&ckpt_path, e))?;
-            let mut stepper = Stepper::new(config, device, net);
+            let mut stepper = Stepper::new(config, device, net, path);
             let optim_path = train_dir.join(&state.optimizer_state);
             let bytes = std::fs::read(&optim_path).map_err(|e| TrainError::io(&optim_path, e))?;
             let optim = std::mem::replace(&mut stepper.optim, build_optimizer(&stepper.config));
@@ -440,7 +570,7 @@ impl Trainer {
             let mut trainer = Trainer {
                 run_dir: run_dir.to_path_buf(),
                 train_dir,
-                stepper: Stepper::new(config, device, net),
+                stepper: Stepper::new(config, device, net, path),
                 window,
                 metrics,
                 samples_seen: 0,
@@ -457,6 +587,18 @@ impl Trainer {
     /// Optimizer steps completed.
     pub fn step(&self) -> u64 {
         self.stepper.step
+    }
+
+    /// How the steps compute their gradients ([`TrainPath::detect`] when opened).
+    pub fn train_path(&self) -> TrainPath {
+        self.stepper.path
+    }
+
+    /// Switches how later steps compute their gradients. Nothing else changes: weights,
+    /// optimizer state and checkpoints are the same for both paths.
+    pub fn set_train_path(&mut self, path: TrainPath) -> Result<(), TrainError> {
+        self.stepper.path = path.check(&self.stepper.device)?;
+        Ok(())
     }
 
     /// The configuration in use.

@@ -1,7 +1,7 @@
 //! End-to-end behaviour of the trainer on small nets: learning, resumption, refusal of a
 //! foreign architecture, divergence handling, plots.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
@@ -11,7 +11,9 @@ use yari_selfplay::{
     run_selfplay, write_shard, RunOptions, SelfplayConfig, ShardWriter, UniformEvaluator,
 };
 use yari_train::plot::plot_run;
-use yari_train::{random_games, read_metrics, OptimizerKind, TrainConfig, TrainError, Trainer};
+use yari_train::{
+    random_games, read_metrics, OptimizerKind, TrainConfig, TrainError, TrainPath, Trainer,
+};
 
 /// A config for tiny nets and tiny data, so each test takes seconds on two cores.
 fn small_config(net: NetConfig) -> TrainConfig {
@@ -137,6 +139,24 @@ fn overfits_a_small_set_of_selfplay_positions() {
     }
 }
 
+/// A 1x8 net's initial checkpoint in `dir` and a small config for it with `optimizer`, a
+/// learning rate of 0.01 and `seed`: the set-up of the resume tests.
+fn resumable_setup(dir: &Path, optimizer: OptimizerKind, seed: u64) -> (PathBuf, TrainConfig) {
+    let net = NetConfig::new(1, 8);
+    let init = dir.join("init.ckpt");
+    checkpoint::save(
+        &init,
+        &net.init(&default_device()),
+        &CheckpointMeta::new(net),
+    )
+    .unwrap();
+    let mut config = small_config(net);
+    config.optimizer = optimizer;
+    config.lr.lr = 0.01;
+    config.seed = seed;
+    (init, config)
+}
+
 /// A run killed after a checkpoint and resumed ends at the same step with the same weights as
 /// an uninterrupted run with the same seed: weights, optimizer state (SGD momentum, AdamW
 /// moments and step counts) and the sampler position all survive.
@@ -144,18 +164,7 @@ fn overfits_a_small_set_of_selfplay_positions() {
 fn resume_matches_an_uninterrupted_run() {
     for optimizer in [OptimizerKind::Sgd, OptimizerKind::AdamW] {
         let dir = tempfile::tempdir().unwrap();
-        let net = NetConfig::new(1, 8);
-        let init = dir.path().join("init.ckpt");
-        checkpoint::save(
-            &init,
-            &net.init(&default_device()),
-            &CheckpointMeta::new(net),
-        )
-        .unwrap();
-        let mut config = small_config(net);
-        config.optimizer = optimizer;
-        config.lr.lr = 0.01;
-        config.seed = 11;
+        let (init, config) = resumable_setup(dir.path(), optimizer, 11);
 
         let straight = dir.path().join("straight");
         write_random_games(&straight, 6, 1);
@@ -194,6 +203,53 @@ fn resume_matches_an_uninterrupted_run() {
             m.iter().map(|m| m.step).collect::<Vec<_>>(),
             (1..=10).collect::<Vec<_>>()
         );
+    }
+}
+
+/// The two ways of computing gradients share weights, optimizer state and checkpoint format:
+/// a run trained on one path and resumed on the other ends where a run on one path does.
+/// Their gradients differ only in f32 rounding (`yari-model`'s `tests/cpu_train.rs`), so
+/// after 10 steps the weights agree to 1e-4, not bit for bit.
+#[test]
+fn a_state_written_by_one_training_path_resumes_on_the_other() {
+    for optimizer in [OptimizerKind::Sgd, OptimizerKind::AdamW] {
+        let dir = tempfile::tempdir().unwrap();
+        let (init, config) = resumable_setup(dir.path(), optimizer, 5);
+        let run = |name: &str, first: TrainPath, second: TrainPath| {
+            let run = dir.path().join(name);
+            write_random_games(&run, 6, 1);
+            let mut t = Trainer::open_with(&run, config.clone(), Some(&init)).unwrap();
+            t.set_train_path(first).unwrap();
+            assert_eq!(t.train_path(), first);
+            t.train_steps(4, false).unwrap();
+            drop(t);
+            let mut t = Trainer::open(&run, config.clone()).unwrap();
+            assert_eq!(t.step(), 4);
+            t.set_train_path(second).unwrap();
+            t.train_steps(6, false).unwrap();
+            assert_eq!(t.step(), 10);
+            weights_of(&t.latest_checkpoint_path())
+        };
+        let burn = run("burn", TrainPath::Burn, TrainPath::Burn);
+        let start = weights_of(&init);
+        let moved = max_abs_diff(&burn, &start);
+        assert!(
+            moved > 1e-2,
+            "{optimizer:?}: training moved the weights by only {moved}"
+        );
+        for (name, first, second) in [
+            ("cpu", TrainPath::Cpu, TrainPath::Cpu),
+            ("cpu-then-burn", TrainPath::Cpu, TrainPath::Burn),
+            ("burn-then-cpu", TrainPath::Burn, TrainPath::Cpu),
+        ] {
+            let w = run(name, first, second);
+            let diff = max_abs_diff(&burn, &w);
+            eprintln!("{optimizer:?} {name}: largest weight difference to burn's run {diff:e}");
+            assert!(
+                diff <= 1e-4,
+                "{optimizer:?} {name}: weights differ by {diff}"
+            );
+        }
     }
 }
 

@@ -1,0 +1,318 @@
+//! The hand-written training step (`yari_model::cpu::train`) computes what burn's autodiff
+//! does: the same losses, the same gradient for every parameter, and the same batch-norm
+//! running statistics, on random nets (batch norms with non-trivial scales and shifts) and
+//! random batches.
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::optim::GradientsParams;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Tensor, TensorData};
+use yari_model::cpu::train::{loss_and_grads, TrainBatch, TrainGrads};
+use yari_model::{default_device, Net, NetConfig};
+use yari_rules::encoding::{FILES, RANKS};
+
+/// Largest difference between a hand-written and a burn gradient value, relative to the
+/// largest magnitude in that parameter's burn gradient. Both are f32 with different summation
+/// orders (and batch norm's backward subtracts nearly equal terms). Measured worst cases on
+/// the 2-core machine: 1.3e-6 (4x32), 1.1e-6 (2x8); the bound leaves room for other CPUs'
+/// GEMM kernels while a real mistake (a wrong sign, index or scale) is far above it.
+const GRAD_TOLERANCE: f32 = 1e-4;
+
+/// Loss and running statistics tolerance, relative (f32 sums in another order).
+const VALUE_TOLERANCE: f64 = 1e-4;
+
+/// xorshift: reproducible test data without an RNG dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    /// Uniform in [-a, a].
+    fn sym(&mut self, a: f32) -> f32 {
+        (self.next() * 2.0 - 1.0) * a
+    }
+}
+
+/// Moves every one-dimensional tensor (batch-norm scales, shifts and running statistics,
+/// biases) by random amounts, keeping running variances and scales positive, so no batch
+/// norm is the identity.
+struct Randomise(Rng);
+
+impl ModuleMapper for Randomise {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        if D != 1 {
+            return param;
+        }
+        let (id, tensor, mapper) = param.consume();
+        let device = tensor.device();
+        let shape = tensor.shape();
+        let mut values = tensor
+            .to_data()
+            .convert::<f32>()
+            .try_to_vec::<f32>()
+            .unwrap();
+        let positive = values.iter().all(|&v| v == 1.0);
+        for v in values.iter_mut() {
+            *v = if positive {
+                0.5 + self.0.next()
+            } else {
+                *v + self.0.sym(0.3)
+            };
+        }
+        let changed = Tensor::<D>::from_data(TensorData::new(values, shape), &device);
+        Param::from_mapped_value(id, changed, mapper)
+    }
+}
+
+/// Every float tensor of a module (parameters and running statistics) in visiting order.
+struct Floats(Vec<(ParamId, Vec<f32>)>);
+
+impl ModuleVisitor for Floats {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let v = param
+            .val()
+            .to_data()
+            .convert::<f32>()
+            .try_to_vec::<f32>()
+            .unwrap();
+        self.0.push((param.id, v));
+    }
+}
+
+fn floats(net: &Net) -> Vec<(ParamId, Vec<f32>)> {
+    let mut f = Floats(Vec::new());
+    net.visit(&mut f);
+    f.0
+}
+
+/// Two independent copies (own running-state storage, same parameter ids) of a random net of
+/// `config` on the autodiff device.
+fn random_nets(config: &NetConfig, seed: u64) -> (Net, Net) {
+    let plain = default_device();
+    plain.seed(seed);
+    let net = config.init(&plain).map(&mut Randomise(Rng(seed * 7 + 1)));
+    let ad = plain.autodiff();
+    let record = net.into_record();
+    let a = config.init(&ad).load_record(record.clone());
+    let b = config.init(&ad).load_record(record);
+    (a, b)
+}
+
+struct Data {
+    n: usize,
+    inputs: Vec<f32>,
+    policy: Vec<f32>,
+    wdl: Vec<f32>,
+}
+
+/// Inputs mostly 0/1 with some fractional planes, sparse normalised policy targets, WDL
+/// targets mixing a result with a search value.
+fn random_batch(config: &NetConfig, n: usize, seed: u64) -> Data {
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let sq = RANKS * FILES;
+    let inputs = (0..n * config.input_planes * sq)
+        .map(|i| {
+            let r = rng.next();
+            if (i / sq) % 5 == 4 {
+                r
+            } else if r < 0.2 {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let ps = config.policy_size();
+    let mut policy = vec![0.0f32; n * ps];
+    for p in 0..n {
+        let row = &mut policy[p * ps..(p + 1) * ps];
+        let k = 1 + (rng.next() * 30.0) as usize;
+        for _ in 0..k {
+            let j = ((rng.next() * ps as f32) as usize).min(ps - 1);
+            row[j] += rng.next() + 0.01;
+        }
+        let s: f32 = row.iter().sum();
+        row.iter_mut().for_each(|v| *v /= s);
+    }
+    let mut wdl = Vec::with_capacity(n * 3);
+    for _ in 0..n {
+        let raw = [rng.next(), rng.next() * 0.3, rng.next()];
+        let s: f32 = raw.iter().sum();
+        wdl.extend(raw.iter().map(|v| v / s));
+    }
+    Data {
+        n,
+        inputs,
+        policy,
+        wdl,
+    }
+}
+
+/// burn's training loss (as the trainer computes it) and gradients.
+fn burn_step(net: &Net, config: &NetConfig, d: &Data, vlw: f32) -> (f64, f64, GradientsParams) {
+    let _ = net;
+    let device = default_device().autodiff();
+    let x = Tensor::<4>::from_data(
+        TensorData::new(d.inputs.clone(), [d.n, config.input_planes, RANKS, FILES]),
+        &device,
+    );
+    let pt = Tensor::<2>::from_data(
+        TensorData::new(d.policy.clone(), [d.n, config.policy_size()]),
+        &device,
+    );
+    let wt = Tensor::<2>::from_data(TensorData::new(d.wdl.clone(), [d.n, 3]), &device);
+    let (policy, wdl) = net.forward(x);
+    let pce = (log_softmax(policy, 1) * pt).sum_dim(1).mean().neg();
+    let vce = (log_softmax(wdl, 1) * wt).sum_dim(1).mean().neg();
+    let total = pce.clone() + vce.clone().mul_scalar(vlw);
+    let grads = GradientsParams::from_grads(total.backward(), net);
+    let scalar =
+        |t: Tensor<1>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()[0] as f64;
+    (scalar(pce.inner()), scalar(vce.inner()), grads)
+}
+
+/// Worst relative difference over all parameters, or what differs beyond the tolerance.
+fn compare_grads(net: &Net, mine: &TrainGrads, burn: &GradientsParams) -> Result<f32, String> {
+    if mine.grads.len() != burn.len() {
+        return Err(format!(
+            "{} hand-written gradients, {} from burn",
+            mine.grads.len(),
+            burn.len()
+        ));
+    }
+    let ids: Vec<ParamId> = floats(net).into_iter().map(|(id, _)| id).collect();
+    let mut worst = 0.0f32;
+    for g in &mine.grads {
+        let position = ids.iter().position(|&i| i == g.id);
+        let what = format!("parameter #{position:?} {:?}", g.shape);
+        let reference: Vec<f32> = match g.shape.len() {
+            1 => burn.get::<1>(g.id).map(|t| t.to_data()),
+            2 => burn.get::<2>(g.id).map(|t| t.to_data()),
+            4 => burn.get::<4>(g.id).map(|t| t.to_data()),
+            _ => None,
+        }
+        .ok_or_else(|| format!("{what}: no burn gradient"))?
+        .convert::<f32>()
+        .try_to_vec::<f32>()
+        .unwrap();
+        if reference.len() != g.values.len() {
+            return Err(format!(
+                "{what}: {} values vs burn's {}",
+                g.values.len(),
+                reference.len()
+            ));
+        }
+        let scale = reference.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+        for (i, (a, b)) in g.values.iter().zip(&reference).enumerate() {
+            let rel = (a - b).abs() / scale;
+            if !(rel <= GRAD_TOLERANCE) {
+                return Err(format!("{what}[{i}]: hand {a} vs burn {b} (scale {scale})"));
+            }
+            worst = worst.max(rel);
+        }
+    }
+    Ok(worst)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= VALUE_TOLERANCE * b.abs().max(1.0)
+}
+
+/// Runs both paths on copies of one random net and checks losses, gradients and running
+/// statistics; returns the hand-written gradients, burn's and the net for further checks.
+fn check(config: NetConfig, n: usize, vlw: f32, seed: u64) -> (Net, TrainGrads, GradientsParams) {
+    let (mine_net, burn_net) = random_nets(&config, seed);
+    let data = random_batch(&config, n, seed);
+    let batch = TrainBatch {
+        n,
+        inputs: &data.inputs,
+        policy: &data.policy,
+        wdl: &data.wdl,
+    };
+    let mine = loss_and_grads(&mine_net, &config, &batch, vlw).expect("hand-written step");
+    let (pce, vce, burn) = burn_step(&burn_net, &config, &data, vlw);
+    let label = format!("{}x{} n={n}", config.blocks, config.channels);
+    assert!(
+        close(mine.policy_ce, pce),
+        "{label}: policy ce {} vs burn {pce}",
+        mine.policy_ce
+    );
+    assert!(
+        close(mine.value_ce, vce),
+        "{label}: value ce {} vs burn {vce}",
+        mine.value_ce
+    );
+    let worst = compare_grads(&mine_net, &mine, &burn).unwrap_or_else(|e| panic!("{label}: {e}"));
+    eprintln!("{label}: losses {pce:.5} {vce:.5}, worst gradient |diff| / scale {worst:e}");
+
+    // Running statistics (and the untouched parameters) agree after the step.
+    let (a, b) = (floats(&mine_net), floats(&burn_net));
+    assert_eq!(a.len(), b.len());
+    let mut stats_seen = 0;
+    for ((id, x), (_, y)) in a.iter().zip(&b) {
+        if !mine.grads.iter().any(|g| g.id == *id) {
+            stats_seen += 1;
+        }
+        for (u, v) in x.iter().zip(y) {
+            assert!(
+                close(*u as f64, *v as f64),
+                "{label}: tensor {id:?}: hand {u} vs burn {v}"
+            );
+        }
+    }
+    let bn_layers = 2 * config.blocks + 3;
+    assert_eq!(
+        stats_seen,
+        2 * bn_layers,
+        "{label}: running statistics visited"
+    );
+    (mine_net, mine, burn)
+}
+
+#[test]
+fn hand_written_gradients_match_burn_on_a_small_net_with_a_ragged_batch() {
+    // 37 positions: the last block of positions is a partial one.
+    let config = NetConfig {
+        value_channels: 4,
+        value_hidden: 16,
+        ..NetConfig::new(2, 8)
+    };
+    check(config, 37, 0.7, 1);
+}
+
+#[test]
+fn hand_written_gradients_match_burn_on_the_default_4x32_net() {
+    let config = NetConfig {
+        value_channels: 32,
+        value_hidden: 128,
+        ..NetConfig::new(4, 32)
+    };
+    check(config, 24, 1.0, 2);
+}
+
+/// The comparison notices one wrong gradient value: the first hand-written gradient's
+/// largest element moved by 1% of its tensor's scale, five times the tolerance.
+#[test]
+fn the_gradient_comparison_fails_on_one_perturbed_value() {
+    let config = NetConfig {
+        value_channels: 4,
+        value_hidden: 16,
+        ..NetConfig::new(1, 8)
+    };
+    let (net, mut mine, burn) = check(config, 16, 1.0, 3);
+    assert!(compare_grads(&net, &mine, &burn).is_ok());
+    for k in 0..mine.grads.len() {
+        let original = mine.grads[k].values.clone();
+        let scale = original.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let at = original.iter().position(|v| v.abs() == scale).unwrap();
+        mine.grads[k].values[at] += 5.0 * GRAD_TOLERANCE * scale.max(1e-3);
+        let result = compare_grads(&net, &mine, &burn);
+        assert!(result.is_err(), "parameter {k} perturbed, still {result:?}");
+        mine.grads[k].values = original;
+    }
+}
