@@ -74,6 +74,12 @@ pub struct RatingSection {
     pub simulations: u32,
     /// Baseline players (arena specs), e.g. `random`, `alphabeta:2`.
     pub baselines: Vec<String>,
+    /// Rungs of an outside engine (arena specs such as `fsf[nodes=100]`), played like the
+    /// baselines when the engine starts. Our own baselines are too low a ladder to judge a
+    /// run by; an engine that is not installed is skipped, said once, and the run goes on.
+    pub outside: Vec<String>,
+    /// Simulations per move for the network against the outside rungs (0: `simulations`).
+    pub outside_simulations: u32,
     /// Rate every this many generations (and always at the last one).
     pub every: u32,
     /// Rate only generations whose candidate was promoted: an unchanged best network was
@@ -89,6 +95,15 @@ impl RatingSection {
             return false;
         }
         last || (g.is_multiple_of(self.every) && (promoted || !self.only_promoted))
+    }
+
+    /// Simulations per move of the network against an outside rung.
+    pub fn outside_sims(&self) -> u32 {
+        if self.outside_simulations == 0 {
+            self.simulations
+        } else {
+            self.outside_simulations
+        }
     }
 }
 
@@ -255,6 +270,15 @@ impl RunConfig {
         }
         for b in &rt.baselines {
             PlayerSpec::parse(b).map_err(|e| format!("rating.baselines: {b:?}: {e}"))?;
+        }
+        for b in &rt.outside {
+            PlayerSpec::parse(b).map_err(|e| format!("rating.outside: {b:?}: {e}"))?;
+        }
+        if rt.outside_simulations > 1_000_000 {
+            return Err(format!(
+                "rating.outside_simulations = {}: at most 1000000",
+                rt.outside_simulations
+            ));
         }
         Ok(())
     }

@@ -150,6 +150,28 @@ impl Loop {
         self.dir.save_state(&s)
     }
 
+    /// How far the run is through its budget, 0 to 1: wall time against `max_hours` when it
+    /// has one, else the generation against `generations`.
+    pub fn progress(&self) -> f64 {
+        let r = &self.config.run;
+        let p = if r.max_hours > 0.0 {
+            self.elapsed_s() / (r.max_hours * 3600.0)
+        } else if r.generations > 1 {
+            (self.state.generation.saturating_sub(1)) as f64 / (r.generations - 1) as f64
+        } else {
+            0.0
+        };
+        p.clamp(0.0, 1.0)
+    }
+
+    /// The config this generation's self-play runs with: the progressive simulation budget
+    /// ([`yari_selfplay::SelfplayConfig::simulation_ramp`]) applied at the run's progress.
+    fn selfplay_config(&self) -> RunConfig {
+        let mut config = self.config.clone();
+        config.selfplay = config.selfplay.at_progress(self.progress());
+        config
+    }
+
     /// Whether the run's wall-time budget is used up (never, without one).
     fn time_spent(&self) -> bool {
         let hours = self.config.run.max_hours;
@@ -179,8 +201,17 @@ impl Loop {
             Phase::Selfplay => {
                 let (games, positions, seconds) = match &mut self.intake {
                     None => {
-                        let out =
-                            phases::selfplay(&self.dir, &self.config, g, &self.state.best, log)?;
+                        let config = self.selfplay_config();
+                        if config.selfplay != self.config.selfplay {
+                            log(&format!(
+                                "generation {g}: progressive budget at {:.0}% of the run: {}/{} \
+                                 simulations",
+                                100.0 * self.progress(),
+                                config.selfplay.full_simulations,
+                                config.selfplay.cheap_simulations
+                            ));
+                        }
+                        let out = phases::selfplay(&self.dir, &config, g, &self.state.best, log)?;
                         (out.games, out.positions, out.seconds)
                     }
                     Some(intake) => {

@@ -469,10 +469,11 @@ fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
-/// Plays the network `best` against each baseline of the config and appends the results to
-/// `ratings.jsonl`. Baselines that already have a rating of this network in this generation
-/// (the process died before the generation was closed) are not played again, so a resumed
-/// generation never records a rating twice.
+/// Plays the network `best` against each baseline of the config, and against each outside
+/// rung whose engine starts, and appends the results to `ratings.jsonl`. Opponents that
+/// already have a rating of this network in this generation (the process died before the
+/// generation was closed) are not played again, so a resumed generation never records a
+/// rating twice.
 pub fn rate(
     run: &RunDir,
     config: &RunConfig,
@@ -488,24 +489,32 @@ pub fn rate(
         .into_iter()
         .filter(|r| r.generation == g && r.player == key)
         .collect();
+    let rungs = rc
+        .baselines
+        .iter()
+        .map(|b| (b, rc.simulations, false))
+        .chain(rc.outside.iter().map(|b| (b, rc.outside_sims(), true)));
     let mut out = Vec::new();
-    for baseline in &rc.baselines {
-        if let Some(r) = done.iter().rev().find(|r| &r.opponent == baseline) {
+    for (opponent, sims, outside) in rungs {
+        if let Some(r) = done.iter().rev().find(|r| &r.opponent == opponent) {
             out.push(r.clone());
             continue;
         }
-        let spec = PlayerSpec::parse(baseline).map_err(yari_arena::ArenaError::from)?;
-        let tag = baseline.replace([':', '/'], "_");
+        let spec = PlayerSpec::parse(opponent).map_err(yari_arena::ArenaError::from)?;
+        if outside && !outside_engine_starts(opponent, &spec, log) {
+            continue;
+        }
+        let tag = opponent.replace([':', '/', '[', ']', '=', ','], "_");
         let games_file = run
             .paths()
             .arena_dir()
             .join(format!("rate-{}-{tag}.jsonl", generation_name(g)));
         let _ = std::fs::remove_file(&games_file);
         log(&format!(
-            "generation {g}: rating {best} against {baseline} ({} games)",
+            "generation {g}: rating {best} ({sims} simulations) against {opponent} ({} games)",
             rc.games
         ));
-        let network = network_player(run, best, rc.simulations)?;
+        let network = network_player(run, best, sims)?;
         let result = yari_arena::run_match(
             network.as_ref(),
             spec.factory()?.as_ref(),
@@ -516,7 +525,7 @@ pub fn rate(
             kind: "rating".into(),
             generation: g,
             player: key.clone(),
-            opponent: baseline.clone(),
+            opponent: opponent.clone(),
             wins: result.wdl.wins,
             draws: result.wdl.draws,
             losses: result.wdl.losses,
@@ -526,11 +535,45 @@ pub fn rate(
             elo_high: finite(elo.high),
         };
         log(&format!(
-            "generation {g}: vs {baseline}: {}-{}-{} score {:.3} Elo {:+.0} [{:+.0}, {:+.0}]",
+            "generation {g}: vs {opponent}: {}-{}-{} score {:.3} Elo {:+.0} [{:+.0}, {:+.0}]",
             entry.wins, entry.draws, entry.losses, entry.score, elo.elo, elo.low, elo.high
         ));
         run.append_rating(&entry)?;
         out.push(entry);
     }
     Ok(out)
+}
+
+/// Whether the outside engine of `spec` starts and answers the UCI handshake. Probed once a
+/// process (a run rates many generations) and, when it does not start, said once: an engine
+/// that is not installed skips its rung, it does not stop the run.
+fn outside_engine_starts(text: &str, spec: &PlayerSpec, log: Log) -> bool {
+    static PROBED: std::sync::Mutex<Vec<(String, bool)>> = std::sync::Mutex::new(Vec::new());
+    let mut probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, ok)) = probed.iter().find(|(t, _)| t == text) {
+        return *ok;
+    }
+    let started = match spec {
+        PlayerSpec::Uci(config) => yari_arena::uci::UciEngine::start(config.clone()).map(drop),
+        _ => Ok(()),
+    };
+    let ok = match started {
+        Ok(()) => true,
+        Err(e) => {
+            let hint = if text.starts_with("fsf") {
+                " (install Fairy-Stockfish's npm build with `npm install --prefix .fsf \
+                 fairy-stockfish-nnue.wasm` in the directory yari runs in, or set YARI_FSF_JS \
+                 to its uci.js)"
+                    .to_string()
+            } else {
+                String::new()
+            };
+            log(&format!(
+                "rating: outside rung {text} skipped for this run: its engine did not start: {e}{hint}"
+            ));
+            false
+        }
+    };
+    probed.push((text.to_string(), ok));
+    ok
 }

@@ -120,3 +120,28 @@ fn nan_and_huge_gate_bounds_are_refused() {
         );
     }
 }
+
+/// Issue 22: the progressive simulation budget scales both counts from (1 - r) to (1 + r)
+/// of the configured ones over the run, and is off at 0.
+#[test]
+fn the_progressive_simulation_budget_ramps_over_the_run() {
+    let mut sp = RunConfig::default().selfplay;
+    assert_eq!(sp.simulation_ramp, 0.0, "off by default");
+    assert_eq!(sp.at_progress(0.7), sp);
+    sp.full_simulations = 64;
+    sp.cheap_simulations = 16;
+    sp.simulation_ramp = 0.5;
+    let at = |sp: &SelfplayConfig, p: f64| {
+        let c = sp.at_progress(p);
+        (c.full_simulations, c.cheap_simulations)
+    };
+    assert_eq!(at(&sp, 0.0), (32, 8));
+    assert_eq!(at(&sp, 0.5), (64, 16));
+    assert_eq!(at(&sp, 1.0), (96, 24));
+    assert_eq!(at(&sp, 7.0), (96, 24), "progress is clamped");
+    sp.full_simulations = 1;
+    sp.cheap_simulations = 1;
+    assert_eq!(at(&sp, 0.0), (1, 1), "never below one simulation");
+    let bad = RunConfig::parse("[selfplay]\nsimulation_ramp = 1.0\n", "test").unwrap_err();
+    assert!(bad.to_string().contains("simulation_ramp"), "{bad}");
+}

@@ -170,3 +170,82 @@ fn a_corrupt_state_file_stops_the_run_with_the_file_named() {
         "nothing overwritten"
     );
 }
+
+static RATING_LOG: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn record(line: &str) {
+    RATING_LOG.lock().unwrap().push(line.to_string());
+}
+
+/// Issue 22: an outside engine's rung is played like a baseline when the engine starts, and an
+/// engine that does not start skips its rung with one message for the whole run.
+#[test]
+fn outside_rungs_are_rated_when_their_engine_starts_and_skipped_once_otherwise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = smoke();
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("../arena/tests/fixtures/fake_uci.sh");
+    let fake = format!("uci[name=fake]:bash {} legal", fake.display());
+    let missing = "uci:/nonexistent/yari-test-engine".to_string();
+    config.rating.outside = vec![missing.clone(), fake.clone()];
+    config.rating.outside_simulations = 2;
+    let run = run_until(tmp.path(), &config, Phase::Rate);
+    let dir = run.dir().clone();
+    let best = run.state().best.clone();
+    let rated = phases::rate(&dir, &config, 1, &best, record).unwrap();
+    let opponents: Vec<&str> = rated.iter().map(|r| r.opponent.as_str()).collect();
+    assert_eq!(opponents, ["random", "alphabeta:1", fake.as_str()]);
+    assert_eq!(rated[2].wins + rated[2].draws + rated[2].losses, 2);
+    // The next generation's rating probes no engine again and says nothing more.
+    phases::rate(&dir, &config, 2, &best, record).unwrap();
+    let log = RATING_LOG.lock().unwrap();
+    let skips: Vec<&String> = log.iter().filter(|l| l.contains("skipped")).collect();
+    assert_eq!(skips.len(), 1, "{log:?}");
+    assert!(skips[0].contains(&missing), "{}", skips[0]);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("(2 simulations) against uci[name=fake]")),
+        "{log:?}"
+    );
+    let recorded = dir.read_ratings().unwrap().records;
+    assert_eq!(recorded.len(), 6);
+    assert!(recorded.iter().all(|r| r.opponent != missing));
+}
+
+static RAMP_LOG: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn record_ramp(line: &str) {
+    RAMP_LOG.lock().unwrap().push(line.to_string());
+}
+
+/// Issue 22: the loop plays each generation's self-play at the ramped simulation budget.
+#[test]
+fn self_play_runs_at_the_progressive_budget_of_the_run_progress() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = smoke();
+    config.run.max_hours = 0.0;
+    config.run.generations = 3;
+    config.selfplay.simulation_ramp = 0.5;
+    let (full, cheap) = (
+        config.selfplay.full_simulations,
+        config.selfplay.cheap_simulations,
+    );
+    let mut run = Loop::open(RunDir::new(tmp.path()), config.clone(), record_ramp).unwrap();
+    assert_eq!(run.progress(), 0.0);
+    run.step().unwrap();
+    let expect = format!(
+        "generation 1: progressive budget at 0% of the run: {}/{} simulations",
+        config.selfplay.at_progress(0.0).full_simulations,
+        config.selfplay.at_progress(0.0).cheap_simulations
+    );
+    let log = RAMP_LOG.lock().unwrap().clone();
+    assert!(
+        log.iter().any(|l| l == &expect),
+        "{expect:?} not in {log:?}"
+    );
+    assert!(config.selfplay.at_progress(0.0).full_simulations < full);
+    assert!(config.selfplay.at_progress(0.0).cheap_simulations <= cheap);
+    while run.state().generation < 2 {
+        run.step().unwrap();
+    }
+    assert_eq!(run.progress(), 0.5);
+}

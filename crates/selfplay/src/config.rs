@@ -368,6 +368,12 @@ pub struct SelfplayConfig {
     pub cheap_simulations: u32,
     /// Fraction of moves that get a full search (1 trains on every move, as plain AlphaZero).
     pub full_search_fraction: f32,
+    /// Progressive simulation budget (MiniZero), in [0, 1): a run's loop plays a generation at
+    /// run progress `p` (0 at the start, 1 at the end of its budget) with both simulation
+    /// counts scaled by `1 - r + 2 r p`, so early networks, whose priors a long search mostly
+    /// overrules anyway, get more games, later ones deeper searches, and the run's total
+    /// stays that of the fixed counts. 0 keeps the counts fixed. See [`Self::at_progress`].
+    pub simulation_ramp: f32,
     /// Temperature of the first move. PUCT samples moves in proportion to visits^(1/T);
     /// Gumbel search multiplies its root Gumbel noise by T (capped at 1), which is what
     /// samples its moves.
@@ -417,6 +423,7 @@ impl Default for SelfplayConfig {
             full_simulations: 64,
             cheap_simulations: 16,
             full_search_fraction: 0.25,
+            simulation_ramp: 0.0,
             temperature_start: 1.0,
             temperature_end: 0.1,
             temperature_plies: 30,
@@ -435,6 +442,24 @@ impl Default for SelfplayConfig {
 }
 
 impl SelfplayConfig {
+    /// The config a generation at run progress `progress` (clamped to [0, 1]) plays with:
+    /// the simulation counts scaled by [`Self::simulation_ramp`], at least 1 each, the cheap
+    /// count never above the full one.
+    pub fn at_progress(&self, progress: f64) -> SelfplayConfig {
+        let r = self.simulation_ramp as f64;
+        if r == 0.0 {
+            return self.clone();
+        }
+        let k = 1.0 - r + 2.0 * r * progress.clamp(0.0, 1.0);
+        let scale = |n: u32| ((n as f64 * k).round() as u32).clamp(1, crate::mcts::MAX_SIMULATIONS);
+        let full = scale(self.full_simulations);
+        SelfplayConfig {
+            full_simulations: full,
+            cheap_simulations: scale(self.cheap_simulations).min(full),
+            ..self.clone()
+        }
+    }
+
     /// The search settings with the self-play ply cap applied.
     pub fn effective_search(&self) -> SearchConfig {
         SearchConfig {
@@ -464,6 +489,12 @@ impl SelfplayConfig {
             "full_search_fraction",
             self.full_search_fraction,
             "must be in [0, 1]",
+        )?;
+        check(
+            (0.0..1.0).contains(&self.simulation_ramp),
+            "simulation_ramp",
+            self.simulation_ramp,
+            "must be in [0, 1)",
         )?;
         check(
             (0.0..=100.0).contains(&self.temperature_start),

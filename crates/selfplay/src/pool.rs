@@ -302,6 +302,7 @@ impl Game {
                 self.samples.push(Sample {
                     ply: ply as u32,
                     root_value: result.root_value.clamp(-1.0, 1.0),
+                    surprise: surprise(&result),
                     policy: result
                         .policy
                         .iter()
@@ -544,6 +545,28 @@ pub fn bench_selfplay(
         plies: stats.plies,
         evaluations: stats.evaluations,
     })
+}
+
+/// KL divergence (nats) of the search's training target from the priors the search started
+/// from at the root: what the search taught the policy in this position. Priors are floored
+/// at 1e-6 so that a move the network all but ruled out counts as very surprising, not as
+/// infinitely so.
+pub fn surprise(result: &crate::mcts::SearchResult) -> f32 {
+    let kl: f64 = result
+        .moves
+        .iter()
+        .zip(&result.policy)
+        .filter(|(_, &(_, t))| t > 0.0)
+        .map(|(m, &(_, t))| {
+            let t = t as f64;
+            t * (t / (m.prior as f64).max(1e-6)).ln()
+        })
+        .sum();
+    if kl.is_finite() {
+        kl.max(0.0) as f32
+    } else {
+        0.0
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! by replaying `moves[..ply]` from `start_fen`, which also rebuilds the repetition history
 //! the encoding's repetition plane depends on. Only the searched targets are stored.
 //!
-//! # Shard format (version 1, all integers little-endian)
+//! # Shard format (version 2, all integers little-endian)
 //!
 //! | bytes | field |
 //! |---|---|
@@ -20,7 +20,8 @@
 //! (0 checkmate, 1 stalemate, 2 repetition, 3 perpetual check, 4 ply cap, 5 resignation);
 //! `flags u8` (bit 0: resignation was disabled); `would_resign u8` (the result resigning
 //! would have given, coded as `result`, or 255 for none); `sample_count u32`; each sample:
-//! `ply u32`, `root_value f32`, `entry_count u16`, entries of `move u16, prob f32`.
+//! `ply u32`, `root_value f32`, `surprise f32`, `entry_count u16`, entries of `move u16, prob
+//! f32`. Version 1 (read, never written) is the same without `surprise` (read as 0).
 //!
 //! The header and checksum are [`yari_io::frame`]'s, shared with checkpoints.
 //! Shards are written to a dot-prefixed `.tmp` file, synced and renamed, so a reader listing
@@ -38,14 +39,19 @@ use yari_rules::{Color, EndReason, Move, Position, MAX_MOVES};
 
 /// First bytes of every shard.
 pub const MAGIC: [u8; 4] = *b"YSPR";
-/// Shard format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// Shard format version this build writes (it also reads version 1).
+pub const FORMAT_VERSION: u32 = 2;
 /// File extension of finished shards.
 pub const SHARD_EXTENSION: &str = "yshard";
 
 const FORMAT: Format = Format {
     magic: MAGIC,
     version: FORMAT_VERSION,
+};
+/// Version 1: samples without the surprise field.
+const FORMAT_V1: Format = Format {
+    magic: MAGIC,
+    version: 1,
 };
 const MAX_FEN_LEN: usize = 512;
 const MAX_GAME_MOVES: usize = 100_000;
@@ -206,6 +212,9 @@ pub struct Sample {
     pub ply: u32,
     /// Search value of the position for its side to move, in [-1, 1].
     pub root_value: f32,
+    /// KL divergence (nats) of the search target from the network's prior at the root: how
+    /// much the search taught the policy here, for surprise weighting (0 in version-1 shards).
+    pub surprise: f32,
     /// Search target over the legal moves: `(move code, probability)`, summing to 1.
     pub policy: Vec<(u16, f32)>,
 }
@@ -298,6 +307,11 @@ impl GameRecord {
             }
             if !(s.root_value.is_finite() && (-1.0..=1.0).contains(&s.root_value)) {
                 return Err(self.invalid(format!("sample at ply {target}: value {}", s.root_value)));
+            }
+            if !(s.surprise.is_finite() && s.surprise >= 0.0) {
+                return Err(
+                    self.invalid(format!("sample at ply {target}: surprise {}", s.surprise))
+                );
             }
             let mut sum = 0.0f64;
             for &(code, p) in &s.policy {
@@ -392,6 +406,7 @@ fn encode_game(g: &GameRecord, out: &mut Vec<u8>) {
     for s in &g.samples {
         put_u32(out, s.ply);
         put_f32(out, s.root_value);
+        put_f32(out, s.surprise);
         put_u16(out, s.policy.len() as u16);
         for &(m, p) in &s.policy {
             put_u16(out, m);
@@ -478,7 +493,7 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, RecordError> {
+fn decode_game(c: &mut Cursor<'_>, with_surprise: bool) -> Result<GameRecord, RecordError> {
     let game_id = c.u64("game id")?;
     let fen_len = c.u16("FEN length")? as usize;
     let fen_len = c.count(fen_len, MAX_FEN_LEN, 1, "FEN byte")?;
@@ -514,6 +529,11 @@ fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, RecordError> {
     for _ in 0..n {
         let ply = c.u32("sample ply")?;
         let root_value = c.f32("sample value")?;
+        let surprise = if with_surprise {
+            c.f32("sample surprise")?
+        } else {
+            0.0
+        };
         let k = c.u16("target length")? as usize;
         let k = c.count(k, MAX_MOVES, 6, "target entry")?;
         let mut policy = Vec::with_capacity(k);
@@ -523,6 +543,7 @@ fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, RecordError> {
         samples.push(Sample {
             ply,
             root_value,
+            surprise,
             policy,
         });
     }
@@ -541,9 +562,15 @@ fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, RecordError> {
 /// Parses and verifies shard bytes: length, magic, version, checksum, then every game
 /// structurally and by replaying it ([`GameRecord::validate`]).
 pub fn decode_shard(bytes: &[u8]) -> Result<Vec<GameRecord>, RecordError> {
-    let frame = FORMAT
-        .decode(bytes, |_, payload_len| Some(payload_len))
-        .map_err(RecordError::from)?;
+    let (frame, with_surprise) = match FORMAT.decode(bytes, |_, payload_len| Some(payload_len)) {
+        Err(FrameError::UnsupportedVersion { found: 1, .. }) => (
+            FORMAT_V1
+                .decode(bytes, |_, payload_len| Some(payload_len))
+                .map_err(RecordError::from)?,
+            false,
+        ),
+        frame => (frame.map_err(RecordError::from)?, true),
+    };
     let games = frame.word as usize;
     let mut c = Cursor {
         bytes: frame.body,
@@ -554,7 +581,7 @@ pub fn decode_shard(bytes: &[u8]) -> Result<Vec<GameRecord>, RecordError> {
     // 3 KB shard claiming 65,536 games once reserved 5.8 MB.
     let mut out = Vec::with_capacity(games.min(c.bytes.len() / MIN_GAME_BYTES));
     for _ in 0..games {
-        let game = decode_game(&mut c)?;
+        let game = decode_game(&mut c, with_surprise)?;
         game.validate()?;
         out.push(game);
     }

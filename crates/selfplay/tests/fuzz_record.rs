@@ -58,6 +58,7 @@ fn valid_shard() -> Vec<u8> {
                 samples.push(Sample {
                     ply: ply as u32,
                     root_value: 0.25,
+                    surprise: 0.5,
                     policy: legal.iter().map(|m| (m.to_u16(), p)).collect(),
                 });
                 let mv = legal[rng.random_range(0..legal.len())];

@@ -130,6 +130,13 @@ pub struct WindowConfig {
     /// Positions of games stopped at the ply cap always take the search value alone: an
     /// adjudicated draw is no result.
     pub search_value_weight: f32,
+    /// Policy surprise weighting (KataGo), in [0, 1]: this fraction of each game's sampling
+    /// weight is shared among its positions in proportion to their surprise (the KL of the
+    /// search target from the network's prior), the rest evenly. 0 samples every position
+    /// alike; the positions where the search overruled the prior are the ones the policy
+    /// has most to learn from.
+    #[serde(default)]
+    pub surprise_weight: f32,
 }
 
 impl Default for WindowConfig {
@@ -141,6 +148,7 @@ impl Default for WindowConfig {
             taper_beta: 0.4,
             min_positions: 1_000,
             search_value_weight: 0.0,
+            surprise_weight: 0.0,
         }
     }
 }
@@ -411,6 +419,12 @@ impl TrainConfig {
             return bad(
                 "window.search_value_weight",
                 format!("must be in [0, 1], got {}", w.search_value_weight),
+            );
+        }
+        if !(0.0..=1.0).contains(&w.surprise_weight) {
+            return bad(
+                "window.surprise_weight",
+                format!("must be in [0, 1], got {}", w.surprise_weight),
             );
         }
         if self.checkpoint_interval == 0 {

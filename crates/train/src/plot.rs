@@ -109,6 +109,50 @@ pub fn read_ledger(path: &Path) -> Result<Vec<EloPoint>, TrainError> {
     Ok(points.into_values().collect())
 }
 
+/// The fields of a `ratings.jsonl` line that the score curves need.
+#[derive(serde::Deserialize)]
+struct RatingLine {
+    generation: f64,
+    opponent: String,
+    score: f64,
+}
+
+/// One opponent's curve: its arena spec and (generation, score in percent) points.
+pub type ScoreCurve = (String, Vec<(f64, f64)>);
+
+/// Reads the score (in percent) of the rated network against each opponent by generation from
+/// a run's `ratings.jsonl`, opponents in the order they first appear. A missing file reads as
+/// empty; lines that do not parse (or are torn) are skipped; for a generation rated twice
+/// against one opponent the last line wins.
+pub fn read_rating_scores(path: &Path) -> Result<Vec<ScoreCurve>, TrainError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(TrainError::io(path, e)),
+    };
+    let mut curves: Vec<(String, std::collections::BTreeMap<i64, f64>)> = Vec::new();
+    for line in text.lines() {
+        let Ok(r) = serde_json::from_str::<RatingLine>(line) else {
+            continue;
+        };
+        if !(r.generation.is_finite() && r.score.is_finite()) {
+            continue;
+        }
+        let i = match curves.iter().position(|(o, _)| *o == r.opponent) {
+            Some(i) => i,
+            None => {
+                curves.push((r.opponent, Default::default()));
+                curves.len() - 1
+            }
+        };
+        curves[i].1.insert(r.generation as i64, 100.0 * r.score);
+    }
+    Ok(curves
+        .into_iter()
+        .map(|(o, pts)| (o, pts.into_iter().map(|(g, s)| (g as f64, s)).collect()))
+        .collect())
+}
+
 /// The last run of digits in the file stem of `name` (`runs/x/nets/gen-0012.ckpt` → 12).
 fn generation_of(name: &str) -> Option<u64> {
     let stem = Path::new(name).file_stem()?.to_str()?;
@@ -213,16 +257,18 @@ fn draw_lines<DB: DrawingBackend>(
 
 /// Draws the run's plots into `RUN_DIR/plots/` and returns the files written:
 /// `training.png` (losses, and learning rate with gradient norm) when `metrics.jsonl` has
-/// records, `elo.png` when `ledger.jsonl` has generation/elo pairs. Nothing to draw is not
-/// an error (the list is then empty).
+/// records, `elo.png` when `ledger.jsonl` has generation/elo pairs or `ratings.jsonl` has
+/// ratings (the score against each baseline and outside rung, such as Fairy-Stockfish, below
+/// the Elo curve). Nothing to draw is not an error (the list is then empty).
 pub fn plot_run(run_dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
     register_fonts();
     let paths = yari_io::RunPaths::new(run_dir);
     let metrics = read_metrics(&paths.metrics_file())?;
     let ledger = read_ledger(&paths.ledger_file())?;
+    let scores = read_rating_scores(&paths.ratings_file())?;
     let out_dir = paths.plots_dir();
     let mut written = Vec::new();
-    if metrics.is_empty() && ledger.is_empty() {
+    if metrics.is_empty() && ledger.is_empty() && scores.is_empty() {
         return Ok(written);
     }
     std::fs::create_dir_all(&out_dir).map_err(|e| TrainError::io(&out_dir, e))?;
@@ -278,22 +324,51 @@ pub fn plot_run(run_dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
         written.push(path);
     }
 
-    if !ledger.is_empty() {
+    if !ledger.is_empty() || !scores.is_empty() {
         let path = out_dir.join("elo.png");
         let err = plot_err(path.clone());
         {
-            let root = BitMapBackend::new(&path, (1000, 600)).into_drawing_area();
+            let root = BitMapBackend::new(&path, (1000, 900)).into_drawing_area();
             root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-            let points = ledger.iter().map(|p| (p.generation, p.elo)).collect();
-            draw_lines(
-                &root,
-                "Elo by generation",
-                "generation",
-                "Elo",
-                false,
-                &[("Elo", RGBColor(255, 127, 14), points)],
-            )
-            .map_err(&err)?;
+            let areas = root.split_evenly((2, 1));
+            if !ledger.is_empty() {
+                let points = ledger.iter().map(|p| (p.generation, p.elo)).collect();
+                draw_lines(
+                    &areas[0],
+                    "Elo by generation (gating matches, chained)",
+                    "generation",
+                    "Elo",
+                    false,
+                    &[("Elo", RGBColor(255, 127, 14), points)],
+                )
+                .map_err(&err)?;
+            }
+            if !scores.is_empty() {
+                const COLOURS: [RGBColor; 6] = [
+                    RGBColor(31, 119, 180),
+                    RGBColor(214, 39, 40),
+                    RGBColor(44, 160, 44),
+                    RGBColor(148, 103, 189),
+                    RGBColor(140, 86, 75),
+                    RGBColor(23, 190, 207),
+                ];
+                let series: Vec<Series<'_>> = scores
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, pts))| {
+                        (name.as_str(), COLOURS[i % COLOURS.len()], pts.clone())
+                    })
+                    .collect();
+                draw_lines(
+                    &areas[1],
+                    "Score of the best network against each rung",
+                    "generation",
+                    "score (%)",
+                    true,
+                    &series,
+                )
+                .map_err(&err)?;
+            }
             root.present().map_err(|e| err(e.to_string()))?;
         }
         written.push(path);
@@ -337,5 +412,31 @@ mod tests {
         assert_eq!(got, [(0.0, 0.0), (1.0, 30.0), (2.0, 25.0)]);
         assert_eq!(generation_of("a/b/gen12-v2.ckpt"), Some(2));
         assert_eq!(generation_of("best"), None);
+    }
+
+    #[test]
+    fn rating_scores_by_opponent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ratings.jsonl");
+        assert!(read_rating_scores(&path).unwrap().is_empty());
+        std::fs::write(
+            &path,
+            concat!(
+                "{\"generation\":1,\"opponent\":\"random\",\"score\":0.5}\n",
+                "{\"generation\":1,\"opponent\":\"fsf[nodes=100]\",\"score\":0.1}\n",
+                "{\"generation\":2,\"opponent\":\"random\",\"score\":0.75}\n",
+                "{\"generation\":2,\"opponent\":\"random\",\"score\":1.0}\n",
+                "{\"generation\":3,\"oppo",
+            ),
+        )
+        .unwrap();
+        let got = read_rating_scores(&path).unwrap();
+        assert_eq!(
+            got,
+            [
+                ("random".to_string(), vec![(1.0, 50.0), (2.0, 100.0)]),
+                ("fsf[nodes=100]".to_string(), vec![(1.0, 10.0)]),
+            ]
+        );
     }
 }

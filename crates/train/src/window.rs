@@ -1,4 +1,5 @@
-//! The replay window: the newest training positions over all generations, sampled uniformly.
+//! The replay window: the newest training positions over all generations, sampled uniformly
+//! or with policy surprise weighting.
 //!
 //! Only the game records (moves and sparse search targets, a few hundred bytes a position)
 //! stay in memory; a sampled position is rebuilt by replaying its game from `start_fen` up to
@@ -218,7 +219,8 @@ impl ReplayWindow {
             }
         }
         Ok(WindowSnapshot::from_segments(segments, total, seen.len())
-            .with_search_value_weight(self.config.search_value_weight))
+            .with_search_value_weight(self.config.search_value_weight)
+            .with_surprise_weight(self.config.surprise_weight))
     }
 }
 
@@ -273,6 +275,9 @@ pub struct WindowSnapshot {
     /// Weight of the search's root value in the WDL target (see
     /// [`WindowConfig::search_value_weight`]).
     search_value_weight: f32,
+    /// Cumulative sampling weights of the positions, in window order, when surprise
+    /// weighting is on ([`WindowConfig::surprise_weight`]); `None` samples uniformly.
+    cumulative: Option<Arc<Vec<f64>>>,
 }
 
 impl WindowSnapshot {
@@ -289,6 +294,47 @@ impl WindowSnapshot {
             total_positions,
             shards,
             search_value_weight: 0.0,
+            cumulative: None,
+        }
+    }
+
+    /// The same window sampled with policy surprise weighting: `fraction` of each game
+    /// segment's weight goes to its positions in proportion to their surprise, the rest
+    /// evenly, so a game keeps its share of the batches and only its positions trade places.
+    /// A segment without surprise (older shards) is sampled evenly; 0 turns weighting off.
+    pub fn with_surprise_weight(mut self, fraction: f32) -> Self {
+        if fraction <= 0.0 {
+            self.cumulative = None;
+            return self;
+        }
+        let f = fraction.min(1.0) as f64;
+        let mut cumulative = Vec::with_capacity(self.len());
+        let mut acc = 0.0f64;
+        for s in &self.segments {
+            let samples = &s.games[s.game].samples[s.first_sample..s.first_sample + s.count];
+            let total: f64 = samples.iter().map(|x| x.surprise as f64).sum();
+            for x in samples {
+                let w = if total > 0.0 {
+                    (1.0 - f) + f * s.count as f64 * x.surprise as f64 / total
+                } else {
+                    1.0
+                };
+                acc += w;
+                cumulative.push(acc);
+            }
+        }
+        self.cumulative = Some(Arc::new(cumulative));
+        self
+    }
+
+    /// Window position of the uniform draw `u` in [0, 1) under the sampling weights.
+    fn pick(&self, u: f64) -> usize {
+        match &self.cumulative {
+            None => ((u * self.len() as f64) as usize).min(self.len() - 1),
+            Some(c) => {
+                let total = c.last().copied().unwrap_or(0.0);
+                c.partition_point(|&x| x <= u * total).min(self.len() - 1)
+            }
         }
     }
 
@@ -343,13 +389,18 @@ impl WindowSnapshot {
         (&s.games[s.game], s.first_sample + (i - start))
     }
 
-    /// Builds the batch for optimizer step `step` (0-based): `size` positions drawn uniformly
-    /// with replacement, with an RNG seeded from `(seed, step)`, encoded in parallel.
+    /// Builds the batch for optimizer step `step` (0-based): `size` positions drawn with
+    /// replacement (uniformly, or by surprise weight), with an RNG seeded from `(seed, step)`, encoded in parallel.
     pub fn batch(&self, seed: u64, step: u64, size: usize) -> Result<Batch, TrainError> {
         assert!(!self.is_empty(), "batch from an empty window");
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(step);
-        let picks: Vec<usize> = (0..size).map(|_| rng.random_range(0..self.len())).collect();
+        let picks: Vec<usize> = match self.cumulative {
+            // Uniform sampling draws exactly as it always has, so runs without surprise
+            // weighting resume onto the same batches as before.
+            None => (0..size).map(|_| rng.random_range(0..self.len())).collect(),
+            Some(_) => (0..size).map(|_| self.pick(rng.random::<f64>())).collect(),
+        };
         let mut inputs = vec![0.0f32; size * INPUT_SIZE];
         let mut policy = vec![0.0f32; size * POLICY_SIZE];
         let mut wdl = vec![0.0f32; size * 3];
@@ -646,5 +697,58 @@ mod tests {
             decided > 0 && at_cap > 0,
             "{decided} decided, {at_cap} capped"
         );
+    }
+
+    #[test]
+    fn surprise_weighting_moves_draws_to_surprising_positions_within_each_game() {
+        let mut games = random_games(4, 60, 7);
+        // Game 0: all of its surprise on its first position; the others have none.
+        for (k, g) in games.iter_mut().enumerate() {
+            for (j, s) in g.samples.iter_mut().enumerate() {
+                s.surprise = if k == 0 && j == 0 { 2.0 } else { 0.0 };
+            }
+        }
+        let n0 = games[0].samples.len();
+        assert!(n0 >= 4, "game 0 has {n0} samples");
+        let total: usize = games.iter().map(|g| g.samples.len()).sum();
+        let uniform = WindowSnapshot::from_games(games.clone());
+        let off = WindowSnapshot::from_games(games.clone()).with_surprise_weight(0.0);
+        // Off draws the very batches uniform sampling always drew.
+        assert_eq!(
+            uniform.batch(3, 1, 32).unwrap().inputs,
+            off.batch(3, 1, 32).unwrap().inputs
+        );
+        let half = WindowSnapshot::from_games(games.clone()).with_surprise_weight(0.5);
+        let c = half.cumulative.as_ref().unwrap();
+        assert_eq!(c.len(), total);
+        // Each game keeps its total weight (its sample count); inside game 0 the first
+        // position gets 0.5 + 0.5 * n0 and the others 0.5 each.
+        assert!((c[total - 1] - total as f64).abs() < 1e-9);
+        let first = uniform.locate(0);
+        assert_eq!(first.0.game_id, games[0].game_id);
+        assert!((c[0] - (0.5 + 0.5 * n0 as f64)).abs() < 1e-9);
+        assert!((c[1] - c[0] - 0.5).abs() < 1e-9);
+        // Draw many picks: position 0 comes up about (0.5 + 0.5 n0) / total of the time.
+        let draws = 20_000;
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let hits = (0..draws)
+            .filter(|_| half.pick(rng.random::<f64>()) == 0)
+            .count();
+        let expect = (0.5 + 0.5 * n0 as f64) / total as f64;
+        let got = hits as f64 / draws as f64;
+        assert!(
+            (got - expect).abs() < 0.01,
+            "share {got}, expected {expect}"
+        );
+        // A window whose games carry no surprise samples evenly.
+        let mut flat = games;
+        for g in &mut flat {
+            for s in &mut g.samples {
+                s.surprise = 0.0;
+            }
+        }
+        let flat = WindowSnapshot::from_games(flat).with_surprise_weight(1.0);
+        let c = flat.cumulative.as_ref().unwrap();
+        assert!(c.iter().enumerate().all(|(i, &x)| x == (i + 1) as f64));
     }
 }
