@@ -12,8 +12,8 @@ use clap::{Parser, Subcommand};
 )]
 pub struct Cli {
     /// Compute device for networks: flex (CPU), wgpu (GPU through Vulkan/Metal/DX12; needs a
-    /// build with `--features wgpu`), ndarray, cuda. Default: $YARI_DEVICE, else the first
-    /// compiled backend, GPUs first.
+    /// build with `--features wgpu`), ndarray, cuda. Default: $YARI_DEVICE, else
+    /// $BURN_DEVICE, else the CPU (flex), also in a GPU build.
     #[arg(long, global = true)]
     pub device: Option<String>,
     #[command(subcommand)]

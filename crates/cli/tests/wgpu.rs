@@ -1,6 +1,6 @@
 //! `yari` on the wgpu device: the smoke run completes its two generations there, and a
 //! machine without a usable adapter gets an error naming what is missing, not a panic.
-//! CI runs this on lavapipe: `cargo test -p yari-cli --features wgpu --test wgpu`.
+//! CI runs this on lavapipe: `cargo test --workspace --features yari-cli/wgpu --test wgpu`.
 #![cfg(feature = "wgpu")]
 
 use std::path::{Path, PathBuf};
@@ -70,6 +70,27 @@ fn no_adapter_is_a_clear_error_naming_the_driver() {
         "the hint names the variable at fault:\n{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A wgpu build (CI's) still computes on the CPU unless a device is asked for.
+#[test]
+fn without_a_device_flag_a_wgpu_build_runs_on_the_cpu() {
+    let out = yari()
+        .args(["bench", "nn", "--batch", "1", "--json"])
+        .env_remove("YARI_DEVICE")
+        .env_remove("BURN_DEVICE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("device: flex"), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report["device"]
+            .as_str()
+            .is_some_and(|d| !d.contains("wgpu")),
+        "{report}"
+    );
 }
 
 #[test]

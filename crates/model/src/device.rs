@@ -27,6 +27,8 @@ pub enum DeviceError {
     NoAdapter { detail: String, hint: String },
     #[error("a device was already chosen for this process ({chosen}); cannot switch to {name:?}")]
     AlreadyChosen { chosen: String, name: String },
+    #[error("WGPU_BACKEND={value:?}: expected vulkan, metal, dx12, gl or auto")]
+    UnknownGraphicsApi { value: String },
 }
 
 /// Every backend name [`open_device`] knows, compiled in or not.
@@ -35,10 +37,19 @@ const KNOWN: [&str; 4] = ["flex", "ndarray", "wgpu", "cuda"];
 /// The device chosen by [`select_device`], with its description.
 static SELECTED: OnceLock<(Device, String)> = OnceLock::new();
 
-/// The device [`crate::default_device`] returns: the one [`select_device`] chose, else burn's
-/// default (the first compiled backend in burn's order, GPUs first, or `BURN_DEVICE`).
+/// The device [`crate::default_device`] returns: the one [`select_device`] chose, else the
+/// default backend of [`default_backend_name`] (the CPU, unless `BURN_DEVICE` names another).
 pub(crate) fn selected_or_default() -> Device {
-    SELECTED.get().map(|(d, _)| d.clone()).unwrap_or_default()
+    if let Some((device, _)) = SELECTED.get() {
+        return device.clone();
+    }
+    let name = default_backend_name();
+    if name == "wgpu" {
+        // Through the checked path, so a later `describe_device` knows the adapter.
+        return open_device(&name).unwrap_or_else(|e| panic!("BURN_DEVICE=wgpu: {e}"));
+    }
+    // A `BURN_DEVICE` this build cannot honour: burn's own default reports it.
+    crate::device_named(&name).unwrap_or_default()
 }
 
 /// Opens the backend `name` (`flex`, `ndarray`, `wgpu`, `cuda`), checking that it can run.
@@ -49,7 +60,8 @@ pub fn open_device(name: &str) -> Result<Device, DeviceError> {
     open_described(name).map(|(d, _)| d)
 }
 
-/// Chooses the device of this process: `name`, or burn's default when `None`; later
+/// Chooses the device of this process: `name`, or when `None` the default backend
+/// (`BURN_DEVICE`, else the CPU: wgpu would as readily open a software device); later
 /// [`crate::default_device`] calls return it. Returns the device and a one-line description
 /// (backend and, for a GPU, the adapter).
 pub fn select_device(name: Option<&str>) -> Result<(Device, String), DeviceError> {
@@ -80,14 +92,27 @@ pub fn describe_device(device: &Device) -> String {
     format!("{device:?}")
 }
 
-/// The backend burn's `Device::default()` would pick, by the names [`open_device`] takes.
+/// The backend used when none is asked for, by the names [`open_device`] takes: `BURN_DEVICE`,
+/// else the CPU (flex, then the deprecated ndarray), a GPU backend only in a build without one.
+///
+/// burn's own default puts GPU backends first. That is the wrong default here: wgpu opens
+/// Mesa's software device (lavapipe) as readily as a real GPU, and on a machine without one
+/// that runs the net tens of times slower than the CPU path; and the CI build has `wgpu`
+/// compiled in, where every test that does not ask for a device must still run on the CPU.
+/// A GPU is used when asked for: `yari --device wgpu`, `YARI_DEVICE`, or `BURN_DEVICE`.
 fn default_backend_name() -> String {
-    if let Ok(name) = std::env::var("BURN_DEVICE") {
+    default_backend_from(
+        std::env::var("BURN_DEVICE").ok().as_deref(),
+        &crate::available_backends(),
+    )
+}
+
+/// [`default_backend_name`] for a `BURN_DEVICE` value and the compiled backends.
+fn default_backend_from(burn_device: Option<&str>, available: &[&str]) -> String {
+    if let Some(name) = burn_device {
         return name.to_lowercase();
     }
-    // burn's order: GPU backends before CPU ones, flex before the deprecated ndarray.
-    let order = ["cuda", "wgpu", "flex", "ndarray"];
-    let available = crate::available_backends();
+    let order = ["flex", "ndarray", "cuda", "wgpu"];
     order
         .iter()
         .find(|n| available.contains(n))
@@ -122,6 +147,7 @@ mod wgpu_backend {
     use std::path::Path;
     use std::sync::OnceLock;
 
+    use burn::tensor::wgpu::WgpuBackend;
     use burn::tensor::Device;
 
     use super::DeviceError;
@@ -133,24 +159,44 @@ mod wgpu_backend {
         OPENED.get().and_then(|r| r.as_ref().ok().cloned())
     }
 
+    /// The graphics API wgpu is pinned to: `WGPU_BACKEND` (wgpu's own variable) if set, else
+    /// Vulkan on Linux and whatever wgpu picks elsewhere. Not wgpu's automatic choice on
+    /// Linux: without a Vulkan driver it falls back to OpenGL on Mesa's llvmpipe, a software
+    /// device slower than the CPU path that would hide the missing driver.
+    fn graphics_api() -> Result<WgpuBackend, DeviceError> {
+        let value = std::env::var("WGPU_BACKEND").unwrap_or_default();
+        Ok(match value.trim().to_ascii_lowercase().as_str() {
+            "" if cfg!(target_os = "linux") => WgpuBackend::Vulkan,
+            "" | "auto" => WgpuBackend::Auto,
+            "vulkan" => WgpuBackend::Vulkan,
+            "metal" => WgpuBackend::Metal,
+            "dx12" => WgpuBackend::Dx12,
+            "gl" | "opengl" => WgpuBackend::Gl,
+            _ => return Err(DeviceError::UnknownGraphicsApi { value }),
+        })
+    }
+
     pub(super) fn open() -> Result<(Device, String), DeviceError> {
+        let api = graphics_api()?;
         OPENED
-            .get_or_init(|| match Device::wgpu_options().init_with_setup() {
-                Ok((device, setup)) => {
-                    let info = setup.adapter.get_info();
-                    let driver = if info.driver_info.is_empty() {
-                        info.driver.clone()
-                    } else {
-                        format!("{} {}", info.driver, info.driver_info)
-                    };
-                    let description = format!(
-                        "wgpu: {} ({:?}, {:?}, driver {driver})",
-                        info.name, info.backend, info.device_type
-                    );
-                    Ok((device, description))
-                }
-                Err(e) => Err((e.to_string(), hint())),
-            })
+            .get_or_init(
+                || match Device::wgpu_options().graphics_api(api).init_with_setup() {
+                    Ok((device, setup)) => {
+                        let info = setup.adapter.get_info();
+                        let driver = if info.driver_info.is_empty() {
+                            info.driver.clone()
+                        } else {
+                            format!("{} {}", info.driver, info.driver_info)
+                        };
+                        let description = format!(
+                            "wgpu: {} ({:?}, {:?}, driver {driver})",
+                            info.name, info.backend, info.device_type
+                        );
+                        Ok((device, description))
+                    }
+                    Err(e) => Err((e.to_string(), hint())),
+                },
+            )
             .clone()
             .map_err(|(detail, hint)| DeviceError::NoAdapter { detail, hint })
     }
@@ -229,5 +275,19 @@ mod wgpu_backend {
                 drivers.join(", ")
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_backend_from;
+
+    #[test]
+    fn the_default_is_the_cpu_even_with_a_gpu_backend_compiled_in() {
+        let gpu_build = ["flex", "wgpu", "cuda"];
+        assert_eq!(default_backend_from(None, &gpu_build), "flex");
+        assert_eq!(default_backend_from(None, &["ndarray", "wgpu"]), "ndarray");
+        assert_eq!(default_backend_from(None, &["wgpu"]), "wgpu");
+        assert_eq!(default_backend_from(Some("WGPU"), &gpu_build), "wgpu");
     }
 }

@@ -46,8 +46,8 @@ pub use eval::{Evaluation, Evaluator, NetEvaluator, UniformEvaluator};
 pub use net::{Net, NetConfig, NetConfigError};
 
 /// The device a plain run should use: the one [`select_device`] chose for this process, else
-/// the first enabled backend in burn's priority order (GPU backends before CPU ones), unless
-/// the `BURN_DEVICE` environment variable names one.
+/// the backend the `BURN_DEVICE` environment variable names, else the CPU (flex) even in a
+/// build with a GPU backend: a GPU is used when asked for (see [`select_device`]).
 pub fn default_device() -> Device {
     device::selected_or_default()
 }

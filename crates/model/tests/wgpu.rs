@@ -1,6 +1,6 @@
 //! The wgpu backend computes what the CPU does: the forward pass (shipped and random nets), a
 //! training step, and checkpoints across devices. CI runs these on lavapipe, Mesa's software
-//! Vulkan device: `cargo test -p yari-model --features wgpu --test wgpu`.
+//! Vulkan device: `cargo test --workspace --features yari-cli/wgpu --test wgpu`.
 //!
 //! Tolerance: every logit within `TOL * max(1, largest |CPU logit| of that output)`, TOL = 1e-3.
 //! Both sides are f32; the GPU's convolutions sum in another order (and may use fused
@@ -14,6 +14,7 @@ use burn::optim::{GradientsParams, SgdConfig};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 use yari_model::checkpoint::{self, CheckpointMeta};
+use yari_model::cpu::{CpuNet, CpuPath};
 use yari_model::{open_device, Checkpoint, Net, NetConfig, NetEvaluator};
 use yari_rules::encoding::{encode_batch, FILES, INPUT_PLANES, POLICY_SIZE, RANKS};
 use yari_rules::Position;
@@ -92,14 +93,20 @@ fn compare_forward(net: &Net, config: NetConfig, positions: &[Position]) -> Resu
     let refs: Vec<&Position> = positions.iter().collect();
     let on_gpu = NetEvaluator::new(net.clone().to_device(&wgpu()), config, wgpu());
     assert!(!on_gpu.uses_cpu_forward());
-    let cpu_net = NetEvaluator::new(net.clone().to_device(&cpu()), config, cpu());
-    assert!(cpu_net.uses_cpu_forward());
+    // The f32 path: bf16 (the default on AVX-512 BF16 CPUs) is bounded against f32 on its
+    // own, in tests/cpu.rs, with a tolerance of its own.
+    let cpu_net = CpuNet::from_net_with_path(&net.clone().to_device(&cpu()), &config, CpuPath::F32)
+        .expect("the f32 path runs on any CPU");
     let cpu_burn =
         NetEvaluator::new(net.clone().to_device(&cpu()), config, cpu()).with_burn_forward();
     let (gp, gw) = on_gpu.logits(&refs);
     let mut worst = 0.0f32;
-    for (name, reference) in [("CpuNet", &cpu_net), ("flex", &cpu_burn)] {
-        let (cp, cw) = reference.logits(&refs);
+    for name in ["CpuNet f32", "flex"] {
+        let (cp, cw) = if name == "flex" {
+            cpu_burn.logits(&refs)
+        } else {
+            cpu_net.forward(&encode_batch(&refs), refs.len())
+        };
         worst = worst.max(close(&gp, &cp, &format!("policy logits vs {name}"))?);
         worst = worst.max(close(&gw, &cw, &format!("wdl logits vs {name}"))?);
     }
@@ -120,6 +127,17 @@ fn random_net(config: &NetConfig, seed: u64) -> Net {
         let _ = net.forward(x);
     }
     net.valid()
+}
+
+/// Every other test of this (CI's) build asks for no device: they must still run on the CPU.
+#[test]
+fn the_default_device_of_a_wgpu_build_is_the_cpu() {
+    assert_eq!(
+        yari_model::default_device(),
+        cpu(),
+        "BURN_DEVICE={:?}",
+        std::env::var("BURN_DEVICE")
+    );
 }
 
 #[test]
@@ -176,7 +194,11 @@ impl ModuleMapper for Perturb {
         self.done = true;
         let (id, tensor, mapper) = param.consume();
         let device = tensor.device();
-        let mut values = tensor.to_data().convert::<f32>().to_vec::<f32>().unwrap();
+        let mut values = tensor
+            .to_data()
+            .convert::<f32>()
+            .try_to_vec::<f32>()
+            .unwrap();
         values.iter_mut().for_each(|v| *v += self.delta);
         let shape = tensor.shape();
         let changed = Tensor::<D>::from_data(TensorData::new(values, shape), &device);
@@ -214,7 +236,7 @@ struct Collect(Vec<Vec<f32>>);
 impl ModuleVisitor for Collect {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         let data = param.val().inner().into_data().convert::<f32>();
-        self.0.push(data.to_vec::<f32>().unwrap());
+        self.0.push(data.try_to_vec::<f32>().unwrap());
     }
 }
 
@@ -228,7 +250,9 @@ fn weights(net: &Net) -> Vec<Vec<f32>> {
 /// with momentum on `device`; returns the loss and the updated net without autodiff.
 fn train_step(net: &Net, device: &Device, batch: &TrainBatch) -> (f32, Net) {
     let device = device.clone().autodiff();
-    let net = net.clone().to_device(&device);
+    // `train()` turns gradient tracking (and batch-norm's training mode) back on: a net that
+    // went through `valid()` keeps both off across a device move.
+    let net = net.clone().to_device(&device).train();
     let n = batch.size;
     let x = Tensor::<4>::from_data(
         TensorData::new(batch.inputs.clone(), [n, INPUT_PLANES, RANKS, FILES]),
@@ -250,7 +274,11 @@ fn train_step(net: &Net, device: &Device, batch: &TrainBatch) -> (f32, Net) {
         ))
         .init();
     let net = optim.step(0.05, net, grads);
-    let loss = loss.into_data().convert::<f32>().to_vec::<f32>().unwrap()[0];
+    let loss = loss
+        .into_data()
+        .convert::<f32>()
+        .try_to_vec::<f32>()
+        .unwrap()[0];
     (loss, net.valid())
 }
 
@@ -353,4 +381,24 @@ fn a_checkpoint_written_on_one_device_loads_on_the_other() {
             "{from:?} -> {to:?}"
         );
     }
+}
+
+/// A large matmul on wgpu gives the CPU's product: the kernel that `matmul_peak_gflops` times
+/// runs in full, and reading its result back waits for it.
+#[test]
+fn a_large_matmul_matches_cpu() {
+    let n = 1024;
+    let cpu_a = Tensor::<2>::random([n, n], Distribution::Uniform(-1.0, 1.0), &cpu());
+    let cpu_b = Tensor::<2>::random([n, n], Distribution::Uniform(-1.0, 1.0), &cpu());
+    let on = |t: &Tensor<2>, d: &Device| Tensor::<2>::from_data(t.to_data(), d);
+    let want = cpu_a.clone().matmul(cpu_b.clone()).into_data().try_to_vec::<f32>().unwrap();
+    let got = on(&cpu_a, &wgpu())
+        .matmul(on(&cpu_b, &wgpu()))
+        .into_data()
+        .convert::<f32>()
+        .try_to_vec::<f32>()
+        .unwrap();
+    // Sums of 1024 products of values in [-1, 1]: entries of about 18 in size.
+    let worst = close(&got, &want, "1024x1024 matmul").unwrap();
+    eprintln!("matmul: largest difference {worst:e}");
 }
