@@ -210,7 +210,8 @@ fn compare_grads(net: &Net, mine: &TrainGrads, burn: &GradientsParams) -> Result
         let scale = reference.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
         for (i, (a, b)) in g.values.iter().zip(&reference).enumerate() {
             let rel = (a - b).abs() / scale;
-            if !(rel <= GRAD_TOLERANCE) {
+            // A NaN fails too.
+            if rel.is_nan() || rel > GRAD_TOLERANCE {
                 return Err(format!("{what}[{i}]: hand {a} vs burn {b} (scale {scale})"));
             }
             worst = worst.max(rel);

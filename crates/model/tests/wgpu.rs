@@ -391,7 +391,12 @@ fn a_large_matmul_matches_cpu() {
     let cpu_a = Tensor::<2>::random([n, n], Distribution::Uniform(-1.0, 1.0), &cpu());
     let cpu_b = Tensor::<2>::random([n, n], Distribution::Uniform(-1.0, 1.0), &cpu());
     let on = |t: &Tensor<2>, d: &Device| Tensor::<2>::from_data(t.to_data(), d);
-    let want = cpu_a.clone().matmul(cpu_b.clone()).into_data().try_to_vec::<f32>().unwrap();
+    let want = cpu_a
+        .clone()
+        .matmul(cpu_b.clone())
+        .into_data()
+        .try_to_vec::<f32>()
+        .unwrap();
     let got = on(&cpu_a, &wgpu())
         .matmul(on(&cpu_b, &wgpu()))
         .into_data()
@@ -401,4 +406,32 @@ fn a_large_matmul_matches_cpu() {
     // Sums of 1024 products of values in [-1, 1]: entries of about 18 in size.
     let worst = close(&got, &want, "1024x1024 matmul").unwrap();
     eprintln!("matmul: largest difference {worst:e}");
+}
+
+/// The matmul peak `yari bench nn` prints waits for the device: a product timed from launch
+/// to its values in host memory is no faster than the peak says. Without the wait the peak
+/// came out about 60,000 times too high on lavapipe.
+#[test]
+fn the_matmul_peak_waits_for_the_device() {
+    let d = wgpu();
+    let n = 1024;
+    let a = Tensor::<2>::random([n, n], Distribution::Uniform(-1.0, 1.0), &d);
+    let b = Tensor::<2>::random([n, n], Distribution::Uniform(-1.0, 1.0), &d);
+    let product = || {
+        let t = std::time::Instant::now();
+        let values = yari_model::bench::read_back(a.clone().matmul(b.clone()));
+        assert_eq!(values.len(), n * n);
+        t.elapsed().as_secs_f64()
+    };
+    product();
+    let direct = (0..3).map(|_| product()).fold(f64::INFINITY, f64::min);
+    let direct_gflops = 2.0 * (n as f64).powi(3) / direct / 1e9;
+    let peak = yari_model::bench::matmul_peak_gflops(&d, n, std::time::Duration::from_millis(500));
+    eprintln!("1024^3 on wgpu: {direct_gflops:.1} GFLOP/s read back in full, peak {peak:.1}");
+    // The peak shares read-back and launch latency over a chain, so it may be a little higher
+    // than one product's; 3x is far below what an unsynchronised clock gives.
+    assert!(
+        peak < 3.0 * direct_gflops,
+        "peak {peak} GFLOP/s against {direct_gflops} for a product read back in full"
+    );
 }

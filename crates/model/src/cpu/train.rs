@@ -7,7 +7,7 @@
 //! input gradient (a same-padded 3x3 convolution's input gradient is the convolution of the
 //! output gradient with the kernel rotated by 180 degrees, so it is an im2col of the output
 //! gradient too, and no col2im scatter is needed). Activations are channels last, `[rows =
-//! position * 63 + square, channels]`, and every stage runs over blocks of [`CHUNK`] positions
+//! position * 63 + square, channels]`, and every stage runs over blocks of `CHUNK` (16) positions
 //! in parallel on rayon's pool, so each block's im2col buffer stays in a core's L2 cache.
 //!
 //! Batch norm runs in training mode exactly as burn's `BatchNorm` does on an autodiff device:
