@@ -34,6 +34,8 @@ esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 started=$(date +%s)
+# Mesa's Vulkan loader complains on every start without one (harmless, but it buries the output).
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$work}
 stamp() { echo "[$(($(date +%s) - started)) s] $*"; }
 
 if [ -n "${GPU_CHECK_BIN:-}" ]; then
@@ -99,6 +101,7 @@ run_overrides=("${net[@]}"
     "train.window.min_positions=$((games * 2))"
     "gate.games=${GPU_CHECK_GATE_GAMES:-20}" "gate.simulations=$sims"
     "rating.games=${GPU_CHECK_RATING_GAMES:-10}" "rating.simulations=$sims"
+    "rating.outside_simulations=$sims"
     "rating.baselines=[\"random\",\"alphabeta:2\"]")
 derive "${run_overrides[@]}" >"$work/run.toml"
 stamp "== short run of configs/gpu.toml on wgpu: 2 generations of $games games, $sims simulations"

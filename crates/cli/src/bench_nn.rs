@@ -2,9 +2,11 @@
 
 use std::time::Duration;
 
-use yari_model::bench::{bench_cpu_forward, bench_forward, ForwardBench, Peaks};
+use yari_model::bench::{
+    bench_cpu_forward, bench_forward, matmul_peak_gflops, ForwardBench, Peaks,
+};
 use yari_model::cpu::CpuPath;
-use yari_model::{default_device, describe_device, CpuNet, NetConfig};
+use yari_model::{default_device, describe_device, is_cpu, open_device, CpuNet, NetConfig};
 
 /// Prints positions/s of the `config` net at batch 1, 64 and 256 (or only `batch`), through
 /// burn's forward pass and through [`CpuNet`] (what evaluations use on a CPU device), with the
@@ -12,7 +14,8 @@ use yari_model::{default_device, describe_device, CpuNet, NetConfig};
 ///
 /// With `json`, prints one JSON object: `positions_per_s` and `gflops` (burn, at batch 256, or
 /// at `batch` when given), `cpu_positions_per_s` and `cpu_gflops` (the same for [`CpuNet`]),
-/// and `peak_gflops`, plus the per-batch details. `cpu_path` is the arithmetic [`CpuNet`] ran
+/// and `peak_gflops` (the f32 matmul peak of burn's device), plus the per-batch details; the
+/// CPU figures are relative to the CPU's own peaks (`f32_peak_gflops_per_thread` and after). `cpu_path` is the arithmetic [`CpuNet`] ran
 /// (`YARI_CPU_PATH` overrides the detection); when it is not f32, `cpu_f32_*` are the same
 /// figures on the f32 fallback for comparison. `bf16_peak_gflops` and the `fraction_of_*`
 /// fields relate each GFLOP/s to the one-thread peak of its arithmetic.
@@ -41,8 +44,13 @@ pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Resul
             )
         })
         .collect();
-    let peaks = Peaks::measure(&device, min_time);
-    let peak = peaks.matmul_gflops;
+    // The CPU forward pass is measured against the CPU's peaks, burn's against its device's.
+    let peaks = Peaks::measure(&open_device("flex")?, min_time);
+    let peak = if is_cpu(&device) {
+        peaks.matmul_gflops
+    } else {
+        matmul_peak_gflops(&device, 2048, min_time)
+    };
     let (headline, cpu_headline, f32_headline) = results.last().expect("at least one batch");
     if json {
         let per_batch: Vec<_> = results
@@ -115,9 +123,16 @@ pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Resul
                 100.0 * c.gflops / peaks.thread_peak(path)
             );
         }
+        if !is_cpu(&device) {
+            println!(
+                "f32 matmul peak (2048^3) on {}: {peak:.1} GFLOP/s",
+                describe_device(&device)
+            );
+        }
         println!(
-            "f32 matmul peak (2048^3, {} threads): {peak:.1} GFLOP/s, {:.1} a thread",
+            "f32 matmul peak (2048^3) on the CPU, {} threads: {:.1} GFLOP/s, {:.1} a thread",
             peaks.threads,
+            peaks.matmul_gflops,
             peaks.f32_thread_gflops()
         );
         if let Some(p) = peaks.fma_thread_gflops {

@@ -173,7 +173,7 @@ impl Coalescer {
 }
 
 /// Whether `device` computes on the CPU, where [`CpuNet`] replaces burn's forward pass.
-fn is_cpu(device: &Device) -> bool {
+pub fn is_cpu(device: &Device) -> bool {
     #[cfg(feature = "flex")]
     if *device == Device::flex() {
         return true;

@@ -42,7 +42,7 @@ pub use burn::tensor::Device;
 pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};
 pub use cpu::CpuNet;
 pub use device::{describe_device, open_device, select_device, DeviceError};
-pub use eval::{Evaluation, Evaluator, NetEvaluator, UniformEvaluator};
+pub use eval::{is_cpu, Evaluation, Evaluator, NetEvaluator, UniformEvaluator};
 pub use net::{Net, NetConfig, NetConfigError};
 
 /// The device a plain run should use: the one [`select_device`] chose for this process, else
