@@ -164,14 +164,6 @@ impl Loop {
         p.clamp(0.0, 1.0)
     }
 
-    /// The config this generation's self-play runs with: the progressive simulation budget
-    /// ([`yari_selfplay::SelfplayConfig::simulation_ramp`]) applied at the run's progress.
-    fn selfplay_config(&self) -> RunConfig {
-        let mut config = self.config.clone();
-        config.selfplay = config.selfplay.at_progress(self.progress());
-        config
-    }
-
     /// Whether the run's wall-time budget is used up (never, without one).
     fn time_spent(&self) -> bool {
         let hours = self.config.run.max_hours;
@@ -201,12 +193,17 @@ impl Loop {
             Phase::Selfplay => {
                 let (games, positions, seconds) = match &mut self.intake {
                     None => {
-                        let config = self.selfplay_config();
+                        // The progressive simulation budget
+                        // ([`yari_selfplay::SelfplayConfig::simulation_ramp`]) at the run's
+                        // progress, read once so the log says what was played.
+                        let progress = self.progress();
+                        let mut config = self.config.clone();
+                        config.selfplay = config.selfplay.at_progress(progress);
                         if config.selfplay != self.config.selfplay {
                             log(&format!(
                                 "generation {g}: progressive budget at {:.0}% of the run: {}/{} \
                                  simulations",
-                                100.0 * self.progress(),
+                                100.0 * progress,
                                 config.selfplay.full_simulations,
                                 config.selfplay.cheap_simulations
                             ));
