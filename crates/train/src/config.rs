@@ -18,6 +18,9 @@ use crate::error::TrainError;
 pub const MAX_BATCH_SIZE: usize = 16_384;
 /// Most batches prepared ahead: each is a whole encoded batch in memory.
 pub const MAX_PREFETCH_BATCHES: usize = 64;
+/// Longest `window.search_value_horizon`, in plies: far past any game's length, where the
+/// target is the game's result.
+pub const MAX_SEARCH_VALUE_HORIZON: f32 = 1_000.0;
 
 /// Which optimizer updates the weights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,6 +133,15 @@ pub struct WindowConfig {
     /// Positions of games stopped at the ply cap always take the search value alone: an
     /// adjudicated draw is no result.
     pub search_value_weight: f32,
+    /// How far ahead, in plies, the search value in the WDL targets looks (KataGo's
+    /// short-term value targets, folded into the one value head): 0 takes the sample's own
+    /// root value; `h >= 1` the exponentially weighted average, weight falling by `1 - 1/h` a
+    /// ply, of the root values the game's searches found from this ply on (each held until
+    /// the next full search), with the game's result taking the weight past its end. Later
+    /// searches saw more of the game than this one, so the average is a less myopic target
+    /// than one search and a far less noisy one than the result.
+    #[serde(default)]
+    pub search_value_horizon: f32,
     /// Policy surprise weighting (KataGo), in [0, 1]: this fraction of each game's sampling
     /// weight is shared among its positions in proportion to their surprise (the KL of the
     /// search target from the network's prior), the rest evenly. 0 samples every position
@@ -148,6 +160,7 @@ impl Default for WindowConfig {
             taper_beta: 0.4,
             min_positions: 1_000,
             search_value_weight: 0.0,
+            search_value_horizon: 0.0,
             surprise_weight: 0.0,
         }
     }
@@ -421,6 +434,17 @@ impl TrainConfig {
                 format!("must be in [0, 1], got {}", w.search_value_weight),
             );
         }
+        if !(w.search_value_horizon == 0.0
+            || (1.0..=MAX_SEARCH_VALUE_HORIZON).contains(&w.search_value_horizon))
+        {
+            return bad(
+                "window.search_value_horizon",
+                format!(
+                    "must be 0 or in [1, {MAX_SEARCH_VALUE_HORIZON}] plies, got {}",
+                    w.search_value_horizon
+                ),
+            );
+        }
         if !(0.0..=1.0).contains(&w.surprise_weight) {
             return bad(
                 "window.surprise_weight",
@@ -544,6 +568,18 @@ mod tests {
                 "window.search_value_weight",
             ),
             ("[window]\ntaper_alpha = nan", "window.taper_alpha"),
+            (
+                "[window]\nsearch_value_horizon = 0.5",
+                "window.search_value_horizon",
+            ),
+            (
+                "[window]\nsearch_value_horizon = nan",
+                "window.search_value_horizon",
+            ),
+            (
+                "[window]\nsearch_value_horizon = 1e9",
+                "window.search_value_horizon",
+            ),
         ] {
             let c: TrainConfig = toml::from_str(text).expect(text);
             let e = c.validate().expect_err(text).to_string();

@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use yari_rules::encoding::{encode, try_index_of, INPUT_SIZE, POLICY_SIZE};
 use yari_rules::{Move, Position};
-use yari_selfplay::{list_shards, read_shard, GameEnd, GameRecord};
+use yari_selfplay::{list_shards, read_shard, GameEnd, GameRecord, Sample};
 
 use crate::config::WindowConfig;
 use crate::error::TrainError;
@@ -220,6 +220,7 @@ impl ReplayWindow {
         }
         Ok(WindowSnapshot::from_segments(segments, total, seen.len())
             .with_search_value_weight(self.config.search_value_weight)
+            .with_search_value_horizon(self.config.search_value_horizon)
             .with_surprise_weight(self.config.surprise_weight))
     }
 }
@@ -275,6 +276,9 @@ pub struct WindowSnapshot {
     /// Weight of the search's root value in the WDL target (see
     /// [`WindowConfig::search_value_weight`]).
     search_value_weight: f32,
+    /// Plies the search value in the WDL target looks ahead (see
+    /// [`WindowConfig::search_value_horizon`]); 0: the sample's own root value.
+    search_value_horizon: f32,
     /// Cumulative sampling weights of the positions, in window order, when surprise
     /// weighting is on ([`WindowConfig::surprise_weight`]); `None` samples uniformly.
     cumulative: Option<Arc<Vec<f64>>>,
@@ -294,6 +298,7 @@ impl WindowSnapshot {
             total_positions,
             shards,
             search_value_weight: 0.0,
+            search_value_horizon: 0.0,
             cumulative: None,
         }
     }
@@ -342,6 +347,13 @@ impl WindowSnapshot {
     /// instead of the game result.
     pub fn with_search_value_weight(mut self, weight: f32) -> Self {
         self.search_value_weight = weight;
+        self
+    }
+
+    /// The same window with the search value of each WDL target looking `horizon` plies
+    /// ahead ([`short_term_value`]); 0 takes each sample's own root value.
+    pub fn with_search_value_horizon(mut self, horizon: f32) -> Self {
+        self.search_value_horizon = horizon;
         self
     }
 
@@ -411,7 +423,11 @@ impl WindowSnapshot {
             .zip(picks.par_iter())
             .map(|(((x, p), v), &i)| {
                 let (game, sample) = self.locate(i);
-                write_sample(game, sample, self.search_value_weight, x, p, v)
+                let mix = ValueMix {
+                    search_weight: self.search_value_weight,
+                    horizon: self.search_value_horizon,
+                };
+                write_sample(game, sample, mix, x, p, v)
             })
             .collect::<Result<_, _>>()?;
         let policy_entropy = (entropies.iter().sum::<f64>() / size as f64) as f32;
@@ -426,13 +442,22 @@ impl WindowSnapshot {
     }
 }
 
+/// How a WDL target mixes the game's result with the search's values.
+#[derive(Clone, Copy, Debug)]
+struct ValueMix {
+    /// Weight of the search value (the rest is the result's).
+    search_weight: f32,
+    /// Plies the search value looks ahead ([`short_term_value`]); 0: the sample's own.
+    horizon: f32,
+}
+
 /// Replays `game` to its sample `sample` and writes the encoded position, the dense policy
-/// target and the WDL target (the game result, mixed with the search's root value by
-/// `search_value_weight`); returns the target's entropy (nats).
+/// target and the WDL target (the game result, mixed with the search value by `mix`);
+/// returns the target's entropy (nats).
 fn write_sample(
     game: &GameRecord,
     sample: usize,
-    search_value_weight: f32,
+    mix: ValueMix,
     x: &mut [f32],
     p: &mut [f32],
     v: &mut [f32],
@@ -472,18 +497,63 @@ fn write_sample(
         }
     }
     let result = game.wdl_target(&pos);
-    let search = value_as_wdl(s.root_value);
+    let search = if mix.horizon > 0.0 {
+        value_as_wdl(short_term_value(
+            game,
+            sample,
+            mix.horizon,
+            result[0] - result[2],
+        ))
+    } else {
+        value_as_wdl(s.root_value)
+    };
     // A game stopped at the ply cap was not drawn by the rules: its "draw" says nothing about
     // who stood better, so its positions learn from the search's value alone.
     let w = if game.end == GameEnd::PlyCap {
         1.0
     } else {
-        search_value_weight
+        mix.search_weight
     };
     for (t, (r, q)) in v.iter_mut().zip(result.iter().zip(search)) {
         *t = (1.0 - w) * r + w * q;
     }
     Ok(entropy)
+}
+
+/// The search value of `game`'s sample `sample` looked `horizon` plies ahead, for the side to
+/// move there: `sum_k (1 - lambda) lambda^k v(t + k)` over the plies `t + k` from the
+/// sample's ply `t` on, `lambda = 1 - 1 / horizon`, where `v` at a ply is the root value of
+/// the latest full search at or before it (self-play records only those), signed for the
+/// side to move at `t`, and past the game's end is `result` (the result for that side, in
+/// [-1, 1]; for a game stopped at the ply cap, which has none, the last search's value).
+/// `horizon` at most 1 is the sample's own root value; a long one tends to the result.
+pub fn short_term_value(game: &GameRecord, sample: usize, horizon: f32, result: f32) -> f32 {
+    let samples = &game.samples[sample..];
+    let t = samples[0].ply as i64;
+    let lambda = (1.0 - 1.0 / horizon.max(1.0) as f64).max(0.0);
+    // lambda^k, with 0^0 = 1 (powi gives that).
+    let decay = |ply: i64| lambda.powi((ply - t).clamp(0, i32::MAX as i64) as i32);
+    let signed = |s: &Sample| {
+        let v = s.root_value as f64;
+        if (s.ply as i64 - t) % 2 == 0 {
+            v
+        } else {
+            -v
+        }
+    };
+    let end = (game.moves.len() as i64).max(t);
+    let mut acc = 0.0f64;
+    for (j, s) in samples.iter().enumerate() {
+        let next = samples.get(j + 1).map_or(end, |n| n.ply as i64);
+        acc += (decay(s.ply as i64) - decay(next)) * signed(s);
+    }
+    let tail = if game.end == GameEnd::PlyCap {
+        signed(samples.last().expect("sample exists"))
+    } else {
+        result as f64
+    };
+    acc += decay(end) * tail;
+    acc.clamp(-1.0, 1.0) as f32
 }
 
 /// A value in [-1, 1] as the WDL distribution with that expectation and the least decisive
@@ -640,6 +710,95 @@ mod tests {
         }
         for row in a.wdl.chunks(3) {
             assert_eq!(row.iter().sum::<f32>(), 1.0);
+        }
+    }
+
+    /// The short-term value against a ply-by-ply sum of its definition.
+    #[test]
+    fn short_term_values_average_the_later_searches() {
+        let sample = |ply: u32, root_value: f32| yari_selfplay::Sample {
+            ply,
+            root_value,
+            surprise: 0.0,
+            policy: Vec::new(),
+        };
+        let mut game = GameRecord {
+            game_id: 0,
+            start_fen: String::new(),
+            moves: vec![0; 10],
+            samples: vec![sample(0, 0.5), sample(2, -0.2), sample(5, 0.4)],
+            result: yari_selfplay::GameResult::WhiteWins,
+            end: GameEnd::Checkmate,
+            resignation_disabled: false,
+            would_resign: None,
+        };
+        // v(ply) for the side to move at ply `t`, held from each search to the next, then
+        // `tail` past the end, summed over 20,000 plies.
+        let reference = |game: &GameRecord, first: usize, horizon: f64, tail: f64| {
+            let t = game.samples[first].ply as usize;
+            let lambda = 1.0 - 1.0 / horizon;
+            let mut held = 0.0;
+            let mut sum = 0.0;
+            for ply in t..t + 20_000 {
+                let v = if ply >= game.moves.len() {
+                    tail
+                } else {
+                    if let Some(s) = game.samples[first..].iter().find(|s| s.ply as usize == ply) {
+                        let sign = if (ply - t).is_multiple_of(2) {
+                            1.0
+                        } else {
+                            -1.0
+                        };
+                        held = sign * s.root_value as f64;
+                    }
+                    held
+                };
+                sum += (1.0 - lambda) * lambda.powi((ply - t) as i32) * v;
+            }
+            sum
+        };
+        // A horizon of one ply is the sample's own value, whatever the result.
+        assert_eq!(short_term_value(&game, 0, 1.0, 1.0), 0.5);
+        assert_eq!(short_term_value(&game, 1, 1.0, -1.0), -0.2);
+        for (first, horizon, result) in
+            [(0, 4.0, 1.0), (0, 2.5, -1.0), (1, 6.0, -1.0), (2, 3.0, 1.0)]
+        {
+            let got = short_term_value(&game, first, horizon, result) as f64;
+            let want = reference(&game, first, horizon as f64, result as f64);
+            assert!(
+                (got - want).abs() < 1e-5,
+                "sample {first} horizon {horizon}: {got} vs {want}"
+            );
+        }
+        // Hand-computed once: lambda 0.75 from ply 0, result +1.
+        let by_hand = 0.4375 * 0.5 - 0.325_195_3 * 0.2 - 0.180_991_2 * 0.4 + 0.056_313_5;
+        assert!((short_term_value(&game, 0, 4.0, 1.0) as f64 - by_hand).abs() < 1e-5);
+        // A long horizon tends to the result.
+        assert!((short_term_value(&game, 0, 1000.0, -1.0) + 0.99).abs() < 0.01);
+        // A game stopped at the ply cap has no result: its last search's value takes the tail
+        // (ply 5 is the opponent's move from ply 0: -0.4 for the side to move at ply 0).
+        game.end = GameEnd::PlyCap;
+        let capped = short_term_value(&game, 0, 1000.0, 1.0) as f64;
+        assert!((capped + 0.4).abs() < 0.01, "{capped}");
+        let want = reference(&game, 0, 4.0, -0.4);
+        assert!((short_term_value(&game, 0, 4.0, 1.0) as f64 - want).abs() < 1e-5);
+    }
+
+    #[test]
+    fn batches_take_the_short_term_value_when_a_horizon_is_set() {
+        let games = random_games(12, 150, 3);
+        let base = WindowSnapshot::from_games(games.clone()).with_search_value_weight(0.5);
+        let one_ply = base.clone().with_search_value_horizon(1.0);
+        let long = base.clone().with_search_value_horizon(16.0);
+        let a = base.batch(5, 0, 64).unwrap();
+        let b = one_ply.batch(5, 0, 64).unwrap();
+        let c = long.batch(5, 0, 64).unwrap();
+        assert_eq!(a.inputs, c.inputs);
+        assert_eq!(a.wdl, b.wdl, "a one-ply horizon is the sample's own value");
+        assert_ne!(a.wdl, c.wdl, "a 16-ply horizon averages later searches");
+        for row in c.wdl.chunks(3) {
+            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+            assert!(row.iter().all(|&x| (0.0..=1.0).contains(&x)));
         }
     }
 
