@@ -93,7 +93,7 @@ play() {
 }
 
 # Each change's run is followed at once by its matches, so a result is on disk as soon as
-# its run is done (the baseline's FSF match is played after the first change's).
+# its run is done (the baseline's FSF match is played with the first change's).
 for i in "${!configs[@]}"; do
     side=${sides[$i]}
     cfg=${configs[$i]}
@@ -123,11 +123,9 @@ for i in "${!configs[@]}"; do
     fi
 done
 
-printf '%s\n' "${configs[@]}" >"$out/configs.txt"
-python3 - "$out" "$minutes" "$sims" "$fsf" <<'PY' | tee "$out/result.md"
+python3 - "$out" "$minutes" "$sims" "$fsf" "${configs[@]}" <<'PY' | tee "$out/result.md"
 import json, math, os, sys
-out, minutes, sims, fsf = sys.argv[1:]
-configs = open(os.path.join(out, "configs.txt")).read().split("\n")[:-1]
+out, minutes, sims, fsf, *configs = sys.argv[1:]
 sides = "abcdefghijklmnopqrstuvwxyz"[: len(configs)]
 def run_line(side, cfg):
     summ = os.path.join(out, side, "summary.json")

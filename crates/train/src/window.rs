@@ -273,12 +273,9 @@ pub struct WindowSnapshot {
     ends: Vec<usize>,
     total_positions: usize,
     shards: usize,
-    /// Weight of the search's root value in the WDL target (see
-    /// [`WindowConfig::search_value_weight`]).
-    search_value_weight: f32,
-    /// Plies the search value in the WDL target looks ahead (see
-    /// [`WindowConfig::search_value_horizon`]); 0: the sample's own root value.
-    search_value_horizon: f32,
+    /// How the WDL targets mix the result with the search value (see
+    /// [`WindowConfig::search_value_weight`] and [`WindowConfig::search_value_horizon`]).
+    value_mix: ValueMix,
     /// Cumulative sampling weights of the positions, in window order, when surprise
     /// weighting is on ([`WindowConfig::surprise_weight`]); `None` samples uniformly.
     cumulative: Option<Arc<Vec<f64>>>,
@@ -297,8 +294,10 @@ impl WindowSnapshot {
             ends,
             total_positions,
             shards,
-            search_value_weight: 0.0,
-            search_value_horizon: 0.0,
+            value_mix: ValueMix {
+                search_weight: 0.0,
+                horizon: 0.0,
+            },
             cumulative: None,
         }
     }
@@ -346,14 +345,14 @@ impl WindowSnapshot {
     /// The same window with `weight` of each WDL target taken from the search's root value
     /// instead of the game result.
     pub fn with_search_value_weight(mut self, weight: f32) -> Self {
-        self.search_value_weight = weight;
+        self.value_mix.search_weight = weight;
         self
     }
 
     /// The same window with the search value of each WDL target looking `horizon` plies
     /// ahead ([`short_term_value`]); 0 takes each sample's own root value.
     pub fn with_search_value_horizon(mut self, horizon: f32) -> Self {
-        self.search_value_horizon = horizon;
+        self.value_mix.horizon = horizon;
         self
     }
 
@@ -423,11 +422,7 @@ impl WindowSnapshot {
             .zip(picks.par_iter())
             .map(|(((x, p), v), &i)| {
                 let (game, sample) = self.locate(i);
-                let mix = ValueMix {
-                    search_weight: self.search_value_weight,
-                    horizon: self.search_value_horizon,
-                };
-                write_sample(game, sample, mix, x, p, v)
+                write_sample(game, sample, self.value_mix, x, p, v)
             })
             .collect::<Result<_, _>>()?;
         let policy_entropy = (entropies.iter().sum::<f64>() / size as f64) as f32;
@@ -716,7 +711,7 @@ mod tests {
     /// The short-term value against a ply-by-ply sum of its definition.
     #[test]
     fn short_term_values_average_the_later_searches() {
-        let sample = |ply: u32, root_value: f32| yari_selfplay::Sample {
+        let sample = |ply: u32, root_value: f32| Sample {
             ply,
             root_value,
             surprise: 0.0,
