@@ -27,6 +27,10 @@ pub enum DeviceError {
     NoAdapter { detail: String, hint: String },
     #[error("a device was already chosen for this process ({chosen}); cannot switch to {name:?}")]
     AlreadyChosen { chosen: String, name: String },
+    #[error("the CUDA device cannot be opened: {missing}. {hint}")]
+    CudaMissing { missing: String, hint: String },
+    #[error("the CUDA device failed its first computation: {detail}")]
+    CudaFailed { detail: String },
     #[error("WGPU_BACKEND={value:?}: expected vulkan, metal, dx12, gl or auto")]
     UnknownGraphicsApi { value: String },
 }
@@ -100,6 +104,10 @@ pub fn describe_device(device: &Device) -> String {
 /// that runs the net tens of times slower than the CPU path; and the CI build has `wgpu`
 /// compiled in, where every test that does not ask for a device must still run on the CPU.
 /// A GPU is used when asked for: `yari --device wgpu`, `YARI_DEVICE`, or `BURN_DEVICE`.
+pub fn default_backend() -> String {
+    default_backend_name()
+}
+
 fn default_backend_name() -> String {
     default_backend_from(
         std::env::var("BURN_DEVICE").ok().as_deref(),
@@ -136,6 +144,10 @@ fn open_described(name: &str) -> Result<(Device, String), DeviceError> {
     #[cfg(feature = "wgpu")]
     if name == "wgpu" {
         return wgpu_backend::open();
+    }
+    #[cfg(feature = "cuda")]
+    if name == "cuda" {
+        return cuda_backend::open();
     }
     let device = crate::device_named(name).expect("a compiled backend has a device");
     let description = format!("{name} ({device:?})");
@@ -274,6 +286,127 @@ mod wgpu_backend {
                  reported a usable device: check the GPU driver (`vulkaninfo --summary`).",
                 drivers.join(", ")
             )
+        }
+    }
+}
+
+/// burn's CUDA backend loads the NVIDIA driver and NVRTC with `dlopen` when its first kernel
+/// runs, and compiles every kernel with NVRTC against the CUDA headers; each missing piece is
+/// a panic deep inside cubecl. They are checked here, in that order, so that the error names
+/// the missing piece and where it is looked for; a first computation then proves the rest.
+#[cfg(feature = "cuda")]
+mod cuda_backend {
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+
+    use burn::tensor::{Device, Tensor, TensorData};
+
+    use super::DeviceError;
+
+    static OPENED: OnceLock<Result<(Device, String), DeviceError>> = OnceLock::new();
+
+    const NVRTC_HINT: &str = "NVRTC (libnvrtc.so, CUDA 13) comes with the CUDA toolkit; \
+        without one, `scripts/cuda-runtime.sh` unpacks it and the CUDA headers from NVIDIA's \
+        PyPI wheels into .cuda/ (then `source .cuda/env.sh`); or put the folder holding \
+        libnvrtc.so on LD_LIBRARY_PATH";
+
+    pub(super) fn open() -> Result<(Device, String), DeviceError> {
+        match OPENED.get_or_init(open_once) {
+            Ok(opened) => Ok(opened.clone()),
+            Err(e) => Err(match e {
+                DeviceError::CudaMissing { missing, hint } => DeviceError::CudaMissing {
+                    missing: missing.clone(),
+                    hint: hint.clone(),
+                },
+                other => DeviceError::CudaFailed {
+                    detail: other.to_string(),
+                },
+            }),
+        }
+    }
+
+    fn open_once() -> Result<(Device, String), DeviceError> {
+        // SAFETY: each call only tries `dlopen` on the candidate names of one library and
+        // drops what it opened; no symbol of it is called.
+        let (driver, nvrtc) = unsafe {
+            (
+                cudarc::driver::sys::is_culib_present(),
+                cudarc::nvrtc::sys::is_culib_present(),
+            )
+        };
+        if !driver {
+            return Err(DeviceError::CudaMissing {
+                missing: "the NVIDIA driver library libcuda.so.1 could not be loaded".into(),
+                hint: "Install the NVIDIA driver (it provides libcuda.so.1; a CUDA toolkit \
+                       alone does not), or put its folder on LD_LIBRARY_PATH."
+                    .into(),
+            });
+        }
+        if !nvrtc {
+            return Err(DeviceError::CudaMissing {
+                missing: "the CUDA runtime compiler NVRTC (libnvrtc.so) could not be loaded".into(),
+                hint: format!("{NVRTC_HINT}."),
+            });
+        }
+        let headers = headers_dir()?;
+        let device = Device::cuda(0);
+        let detail = first_computation(&device)?;
+        let description = format!("cuda: {detail} (headers from {})", headers.display());
+        Ok((device, description))
+    }
+
+    /// The CUDA headers NVRTC compiles against, where cubecl-cuda looks for them.
+    fn headers_dir() -> Result<PathBuf, DeviceError> {
+        let Some(root) = cubecl_cuda::install::cuda_path() else {
+            return Err(DeviceError::CudaMissing {
+                missing: "no CUDA headers: CUDA_PATH is not set and none of /usr/local/cuda, \
+                          /opt/cuda exists"
+                    .into(),
+                hint: format!(
+                    "Set CUDA_PATH to a CUDA install (its include/ is used). {NVRTC_HINT}."
+                ),
+            });
+        };
+        let include = root.join("include");
+        let probe = include.join("cuda_fp16.h");
+        if !probe.is_file() {
+            return Err(DeviceError::CudaMissing {
+                missing: format!("no CUDA headers: {} does not exist", probe.display()),
+                hint: format!(
+                    "CUDA_PATH (or the default install it was taken from) must hold the CUDA \
+                     headers in include/. {NVRTC_HINT}."
+                ),
+            });
+        }
+        Ok(include)
+    }
+
+    /// Runs one small kernel and reads its result back; a panic inside burn/cubecl (no GPU,
+    /// a driver older than the CUDA 13.0 the build binds, an NVRTC error) becomes an error.
+    fn first_computation(device: &Device) -> Result<String, DeviceError> {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let outcome = std::panic::catch_unwind(|| {
+            let x = Tensor::<1>::from_data(TensorData::new(vec![1.0f32, 2.0, 3.0], [3]), device);
+            (x * 2.0).into_data().try_into_vec::<f32>()
+        });
+        std::panic::set_hook(previous);
+        match outcome {
+            Ok(Ok(values)) if values == [2.0, 4.0, 6.0] => Ok(format!("{device:?}")),
+            Ok(Ok(values)) => Err(DeviceError::CudaFailed {
+                detail: format!("2 * [1, 2, 3] gave {values:?}"),
+            }),
+            Ok(Err(e)) => Err(DeviceError::CudaFailed {
+                detail: format!("{e:?}"),
+            }),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a panic without a message".into());
+                Err(DeviceError::CudaFailed { detail: message })
+            }
         }
     }
 }
