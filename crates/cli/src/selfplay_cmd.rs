@@ -96,8 +96,8 @@ pub fn run(model: Option<&Path>, games: usize, out: &Path, config: SelfplayConfi
 /// Self-play throughput with an untrained default-architecture net at the default config:
 /// plies per second and the share of wall time spent outside network evaluation.
 ///
-/// With `json`, prints one JSON object with `positions_per_s` and `search_share` (a fraction
-/// of 1) among other figures. The measurement lasts 20 s, or `YARI_BENCH_SECONDS`.
+/// With `json`, prints one JSON object with `positions_per_s`, `search_share` and
+/// `evaluator_idle_share` (fractions of 1) among other figures. The measurement lasts 20 s, or `YARI_BENCH_SECONDS`.
 pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Result<()> {
     let device = default_device();
     let device_name = describe_device(&device);
@@ -125,6 +125,8 @@ pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Resul
         let out = serde_json::json!({
             "positions_per_s": r.positions_per_s,
             "search_share": r.search_share,
+            "evaluator_idle_share": r.evaluator_idle_share,
+            "pipeline_groups": r.pipeline_groups,
             "evaluations_per_s": r.evaluations_per_s,
             "average_batch": r.average_batch,
             "threads": r.threads,
@@ -148,14 +150,16 @@ pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Resul
         println!("{out}");
     } else {
         println!(
-            "self-play on {device_name} ({} games in flight, {} threads, {:.0}s): {:.1} positions/s, {:.0} evaluations/s, mean batch {:.0}, search share {:.1}%, cpu path {}, {:.1} GFLOP/s ({:.0}% of the path's peak on {} threads)",
+            "self-play on {device_name} ({} games in flight in {} pipeline group(s), {} threads, {:.0}s): {:.1} positions/s, {:.0} evaluations/s, mean batch {:.0}, search share {:.1}%, evaluator idle {:.1}%, cpu path {}, {:.1} GFLOP/s ({:.0}% of the path's peak on {} threads)",
             config.concurrent_games,
+            r.pipeline_groups,
             r.threads,
             r.wall_s,
             r.positions_per_s,
             r.evaluations_per_s,
             r.average_batch,
             100.0 * r.search_share,
+            100.0 * r.evaluator_idle_share,
             path.map_or("burn", |p| p.name()),
             gflops,
             100.0 * report["fraction_of_path_peak"].as_f64().unwrap_or(0.0),

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::{Condvar, Mutex};
 
 use burn::tensor::{Device, Tensor, TensorData};
+use rayon::prelude::*;
 use yari_rules::encoding::{encode_batch, index_of, FILES, INPUT_PLANES, POLICY_SIZE, RANKS};
 use yari_rules::{Move, Position};
 
@@ -304,20 +305,24 @@ impl Evaluator for NetEvaluator {
             return Vec::new();
         }
         let (policy, wdl) = self.logits(positions);
-        positions
-            .iter()
-            .enumerate()
-            .map(|(i, pos)| {
-                let row = &policy[i * POLICY_SIZE..(i + 1) * POLICY_SIZE];
-                let moves = pos.legal_moves();
-                let mut priors: Vec<(Move, f32)> =
-                    moves.iter().map(|&m| (m, row[index_of(pos, m)])).collect();
-                softmax_in_place(priors.iter_mut().map(|(_, p)| p));
-                let mut v = [wdl[3 * i], wdl[3 * i + 1], wdl[3 * i + 2]];
-                softmax_in_place(v.iter_mut());
-                Evaluation { priors, wdl: v }
-            })
-            .collect()
+        let evaluation = |(i, pos): (usize, &&Position)| {
+            let row = &policy[i * POLICY_SIZE..(i + 1) * POLICY_SIZE];
+            let moves = pos.legal_moves();
+            let mut priors: Vec<(Move, f32)> =
+                moves.iter().map(|&m| (m, row[index_of(pos, m)])).collect();
+            softmax_in_place(priors.iter_mut().map(|(_, p)| p));
+            let mut v = [wdl[3 * i], wdl[3 * i + 1], wdl[3 * i + 2]];
+            softmax_in_place(v.iter_mut());
+            Evaluation { priors, wdl: v }
+        };
+        // A GPU's batch of a thousand positions spends milliseconds here (move generation,
+        // softmax) on the thread that feeds the device: spread it over the cores. A CPU
+        // device's calls are already one per core.
+        if self.cpu.is_none() && positions.len() >= 256 {
+            positions.par_iter().enumerate().map(evaluation).collect()
+        } else {
+            positions.iter().enumerate().map(evaluation).collect()
+        }
     }
 }
 

@@ -406,6 +406,11 @@ pub struct SelfplayConfig {
     /// Positions per network call: a round's batch (one leaf per game in flight) is split into
     /// chunks of this size, evaluated in parallel, which is how the network uses every core.
     pub eval_chunk: usize,
+    /// Groups the games in flight are split into: while one group's batch is evaluated, the
+    /// next group's searches run. 1 evaluates and searches in turn (a CPU wants its cores
+    /// for the network); 2 keeps a GPU computing while the CPU searches. Each group's batch
+    /// is `concurrent_games / pipeline_groups` positions.
+    pub pipeline_groups: usize,
     /// Games per record shard file.
     pub games_per_shard: usize,
     /// Seed of everything random; game `i` uses its own stream derived from (seed, i), so
@@ -435,6 +440,7 @@ impl Default for SelfplayConfig {
             handicap_max_pieces: 3,
             concurrent_games: 128,
             eval_chunk: 64,
+            pipeline_groups: 1,
             games_per_shard: 100,
             seed: 0,
         }
@@ -557,6 +563,18 @@ impl SelfplayConfig {
             "must be in 1..=65536",
         )?;
         check(
+            (1..=8).contains(&self.pipeline_groups),
+            "pipeline_groups",
+            self.pipeline_groups,
+            "must be in 1..=8",
+        )?;
+        check(
+            self.pipeline_groups <= self.concurrent_games,
+            "pipeline_groups",
+            self.pipeline_groups,
+            "must not exceed concurrent_games (every group needs a game)",
+        )?;
+        check(
             (1..=10_000).contains(&self.games_per_shard),
             "games_per_shard",
             self.games_per_shard,
@@ -593,6 +611,12 @@ mod tests {
             ("games_per_shard = 1000000000", "games_per_shard"),
             ("concurrent_games = 1000000000", "concurrent_games"),
             ("eval_chunk = 0", "eval_chunk"),
+            ("pipeline_groups = 0", "pipeline_groups"),
+            ("pipeline_groups = 9", "pipeline_groups"),
+            (
+                "concurrent_games = 2\npipeline_groups = 3",
+                "pipeline_groups",
+            ),
             ("temperature_start = nan", "temperature_start"),
             ("temperature_end = 1e30", "temperature_end"),
             ("resign_threshold = nan", "resign_threshold"),

@@ -67,6 +67,8 @@ pub struct SelfplayStats {
     pub wall: Duration,
     /// Time spent inside `Evaluator::evaluate` (position encoding included).
     pub eval_time: Duration,
+    /// Time spent advancing searches (move generation, tree updates, game bookkeeping).
+    pub search_time: Duration,
     /// The run was stopped by its stop flag before all its games were played; the games in
     /// flight were dropped, every finished one went to the sink.
     pub stopped: bool,
@@ -104,13 +106,18 @@ impl SelfplayStats {
         self.evaluations as f64 / self.wall.as_secs_f64().max(1e-9)
     }
 
-    /// Share of wall time spent outside the evaluator: search, move generation, bookkeeping.
+    /// Share of wall time spent advancing searches (move generation, tree updates,
+    /// bookkeeping). With one pipeline group it and the evaluator's share add up to about 1;
+    /// with more they overlap.
     pub fn search_share(&self) -> f64 {
-        let wall = self.wall.as_secs_f64();
-        if wall <= 0.0 {
-            return 0.0;
-        }
-        (1.0 - self.eval_time.as_secs_f64() / wall).clamp(0.0, 1.0)
+        share(self.search_time, self.wall)
+    }
+
+    /// Share of wall time in which no evaluation was in progress: the time a GPU waits for
+    /// work (an upper bound: an evaluation call also encodes positions and reads results on
+    /// the CPU).
+    pub fn evaluator_idle_share(&self) -> f64 {
+        1.0 - share(self.eval_time, self.wall)
     }
 
     /// Mean length of finished games in plies.
@@ -151,6 +158,15 @@ impl SelfplayStats {
             100.0 * self.resign_rate(),
         )
     }
+}
+
+/// `part` as a fraction of `whole`, in [0, 1].
+fn share(part: Duration, whole: Duration) -> f64 {
+    let whole = whole.as_secs_f64();
+    if whole <= 0.0 {
+        return 0.0;
+    }
+    (part.as_secs_f64() / whole).clamp(0.0, 1.0)
 }
 
 /// How a run is driven, beside its config.
@@ -415,8 +431,14 @@ pub fn run_selfplay_until(
     }
     let mut evals: Vec<Option<Evaluation>> = vec![None; concurrency];
     let mut plies_before: Vec<usize> = vec![0; concurrency];
+    // Contiguous slot ranges, so that two groups are two disjoint slices.
+    let groups = config.pipeline_groups.clamp(1, concurrency.max(1));
+    let group_range = |g: usize| (g * concurrency / groups)..((g + 1) * concurrency / groups);
 
-    loop {
+    // Step k advances group k mod G (its evaluations are in) while the batch of the group
+    // advanced at step k - 1 is evaluated on another thread; with one group the two happen
+    // one after the other, in lock step.
+    for step in 0usize.. {
         if options.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
@@ -424,15 +446,46 @@ pub fn run_selfplay_until(
             stats.stopped = slots.iter().any(Option::is_some);
             break;
         }
-        let advanced: Vec<Result<Option<Advance>, SelfplayError>> = slots
-            .par_iter_mut()
-            .zip(evals.par_iter_mut())
-            .map(|(slot, eval)| match slot {
-                Some(game) => game.advance(eval.take().as_ref(), config).map(Some),
-                None => Ok(None),
-            })
-            .collect();
-        for (i, step) in advanced.into_iter().enumerate() {
+        let advancing = group_range(step % groups);
+        let evaluating = (step > 0).then(|| group_range((step - 1) % groups));
+        let (advanced, evaluated) = match &evaluating {
+            None => (
+                advance_games(&mut slots, &mut evals, advancing.clone(), config),
+                None,
+            ),
+            Some(range) if *range == advancing => {
+                let batch = evaluate_games(evaluator, &slots[range.clone()], config.eval_chunk);
+                store_evaluations(&mut evals[range.clone()], &batch);
+                let advanced = advance_games(&mut slots, &mut evals, advancing.clone(), config);
+                (advanced, Some(batch))
+            }
+            Some(range) => {
+                let (adv_slots, eval_slots) = disjoint(&mut slots, &advancing, range);
+                let (adv_evals, _) = disjoint(&mut evals, &advancing, range);
+                let chunk = config.eval_chunk;
+                std::thread::scope(|scope| {
+                    let batch = scope.spawn(|| evaluate_games(evaluator, eval_slots, chunk));
+                    let advanced = advance_slice(adv_slots, adv_evals, config);
+                    let batch = batch
+                        .join()
+                        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+                    (advanced, Some(batch))
+                })
+            }
+        };
+        if let (Some(batch), Some(range)) = (evaluated, &evaluating) {
+            if *range != advancing {
+                store_evaluations(&mut evals[range.clone()], &batch);
+            }
+            stats.eval_time += batch.time;
+            if batch.positions > 0 {
+                stats.evaluations += batch.positions as u64;
+                stats.batches += 1;
+            }
+        }
+        stats.search_time += advanced.time;
+        for (k, step) in advanced.steps.into_iter().enumerate() {
+            let i = advancing.start + k;
             let step = step?;
             if let Some(game) = &slots[i] {
                 stats.plies += (game.moves.len() - plies_before[i]) as u64;
@@ -461,34 +514,8 @@ pub fn run_selfplay_until(
                 }
             }
         }
-        let (index, positions): (Vec<usize>, Vec<&Position>) = slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| Some((i, s.as_ref()?.search.pending_position()?)))
-            .unzip();
-        if positions.is_empty() {
+        if slots.iter().all(Option::is_none) {
             break;
-        }
-        let t = Instant::now();
-        // The CPU backend computes one call on about one core, so the round's batch is split
-        // into fixed-size chunks evaluated on rayon threads. The split does not depend on the
-        // thread count, so neither do the results.
-        let out: Vec<Evaluation> = positions
-            .par_chunks(config.eval_chunk)
-            .map(|chunk| evaluator.evaluate(chunk))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .flatten()
-            .collect();
-        stats.eval_time += t.elapsed();
-        stats.evaluations += positions.len() as u64;
-        stats.batches += 1;
-        // A short answer leaves games pending; they fall back to uniform priors in supply.
-        for (k, i) in index.into_iter().enumerate() {
-            evals[i] = Some(out.get(k).cloned().unwrap_or_else(|| Evaluation {
-                priors: Vec::new(),
-                wdl: [0.0, 1.0, 0.0],
-            }));
         }
         stats.wall = start.elapsed();
         if let Some(bar) = &bar {
@@ -504,6 +531,117 @@ pub fn run_selfplay_until(
     Ok(stats)
 }
 
+/// The outcome of advancing one group of games.
+struct Advanced {
+    steps: Vec<Result<Option<Advance>, SelfplayError>>,
+    time: Duration,
+}
+
+/// Advances the games in `range` of `slots`, feeding each its pending evaluation.
+fn advance_games(
+    slots: &mut [Option<Game>],
+    evals: &mut [Option<Evaluation>],
+    range: std::ops::Range<usize>,
+    config: &SelfplayConfig,
+) -> Advanced {
+    advance_slice(&mut slots[range.clone()], &mut evals[range], config)
+}
+
+/// Advances every game of `slots` on the rayon threads until it needs an evaluation.
+fn advance_slice(
+    slots: &mut [Option<Game>],
+    evals: &mut [Option<Evaluation>],
+    config: &SelfplayConfig,
+) -> Advanced {
+    let t = Instant::now();
+    let steps = slots
+        .par_iter_mut()
+        .zip(evals.par_iter_mut())
+        .map(|(slot, eval)| match slot {
+            Some(game) => game.advance(eval.take().as_ref(), config).map(Some),
+            None => Ok(None),
+        })
+        .collect();
+    Advanced {
+        steps,
+        time: t.elapsed(),
+    }
+}
+
+/// The evaluations of one group's pending leaves, by slot of the group.
+struct Batch {
+    evaluations: Vec<(usize, Evaluation)>,
+    positions: usize,
+    time: Duration,
+}
+
+/// Evaluates the pending leaf of every game in `slots` in one batch.
+fn evaluate_games(evaluator: &dyn Evaluator, slots: &[Option<Game>], chunk: usize) -> Batch {
+    let (index, positions): (Vec<usize>, Vec<&Position>) = slots
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, s.as_ref()?.search.pending_position()?)))
+        .unzip();
+    let t = Instant::now();
+    if positions.is_empty() {
+        return Batch {
+            evaluations: Vec::new(),
+            positions: 0,
+            time: Duration::ZERO,
+        };
+    }
+    // The CPU backend computes one call on about one core, so the batch is split into
+    // fixed-size chunks evaluated on rayon threads. The split does not depend on the thread
+    // count, so neither do the results.
+    let out: Vec<Evaluation> = positions
+        .par_chunks(chunk)
+        .map(|chunk| evaluator.evaluate(chunk))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flatten()
+        .collect();
+    // A short answer leaves games pending; they fall back to uniform priors in supply.
+    let evaluations = index
+        .into_iter()
+        .enumerate()
+        .map(|(k, i)| {
+            let eval = out.get(k).cloned().unwrap_or_else(|| Evaluation {
+                priors: Vec::new(),
+                wdl: [0.0, 1.0, 0.0],
+            });
+            (i, eval)
+        })
+        .collect();
+    Batch {
+        evaluations,
+        positions: positions.len(),
+        time: t.elapsed(),
+    }
+}
+
+/// Hands a group's evaluations to its games' slots.
+fn store_evaluations(evals: &mut [Option<Evaluation>], batch: &Batch) {
+    for (i, eval) in &batch.evaluations {
+        evals[*i] = Some(eval.clone());
+    }
+}
+
+/// Two disjoint ranges of one slice, borrowed at once.
+fn disjoint<'a, T>(
+    items: &'a mut [T],
+    a: &std::ops::Range<usize>,
+    b: &std::ops::Range<usize>,
+) -> (&'a mut [T], &'a mut [T]) {
+    debug_assert!(a.end <= b.start || b.end <= a.start, "ranges overlap");
+    if a.start < b.start {
+        let (left, right) = items.split_at_mut(b.start);
+        (&mut left[a.clone()], &mut right[..b.len()])
+    } else {
+        let (left, right) = items.split_at_mut(a.start);
+        (&mut right[..a.len()], &mut left[b.clone()])
+    }
+}
+
 /// Throughput of self-play, as `yari bench selfplay` reports it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SelfplayBench {
@@ -511,8 +649,12 @@ pub struct SelfplayBench {
     pub positions_per_s: f64,
     /// Evaluated positions per second.
     pub evaluations_per_s: f64,
-    /// Share of wall time spent outside the evaluator (search overhead), in [0, 1].
+    /// Share of wall time spent advancing searches, in [0, 1].
     pub search_share: f64,
+    /// Share of wall time with no evaluation in progress (the device waiting for work).
+    pub evaluator_idle_share: f64,
+    /// Groups of games pipelined (searched while another group's batch is evaluated).
+    pub pipeline_groups: usize,
     /// Mean network batch size.
     pub average_batch: f64,
     /// Rayon threads used for search.
@@ -539,6 +681,8 @@ pub fn bench_selfplay(
         positions_per_s: stats.positions_per_s(),
         evaluations_per_s: stats.evaluations_per_s(),
         search_share: stats.search_share(),
+        evaluator_idle_share: stats.evaluator_idle_share(),
+        pipeline_groups: config.pipeline_groups,
         average_batch: stats.average_batch(),
         threads: rayon::current_num_threads(),
         wall_s: stats.wall.as_secs_f64(),

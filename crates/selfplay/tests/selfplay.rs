@@ -705,3 +705,84 @@ fn version_1_shards_read_with_zero_surprise() {
     let bytes = v9.encode(games.len() as u32, payload.len() as u64, &payload);
     assert!(decode_shard(&bytes).is_err());
 }
+
+/// Priors and value that depend on the position (a hash of its FEN), recording the size of
+/// every call: a pipeline that handed one game's evaluation to another would change games.
+struct PositionHashEvaluator {
+    calls: std::sync::Mutex<Vec<usize>>,
+}
+
+impl yari_selfplay::Evaluator for PositionHashEvaluator {
+    fn evaluate(&self, positions: &[&yari_rules::Position]) -> Vec<yari_selfplay::Evaluation> {
+        use std::hash::{Hash, Hasher};
+        self.calls.lock().unwrap().push(positions.len());
+        let hash = |x: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            x(&mut h);
+            (h.finish() % 1000) as f32 / 1000.0
+        };
+        positions
+            .iter()
+            .map(|pos| {
+                let fen = pos.fen();
+                let moves = pos.legal_moves();
+                let raw: Vec<f32> = moves
+                    .iter()
+                    .map(|m| 0.05 + hash(&|h| (&fen, m.to_u16()).hash(h)))
+                    .collect();
+                let total: f32 = raw.iter().sum();
+                let win = 0.8 * hash(&|h| fen.hash(h));
+                yari_selfplay::Evaluation {
+                    priors: moves
+                        .iter()
+                        .zip(raw)
+                        .map(|(&m, p)| (m, p / total))
+                        .collect(),
+                    wdl: [win, 0.1, 0.9 - win],
+                }
+            })
+            .collect()
+    }
+}
+
+/// Pipelined groups search one group while another is evaluated; each game still gets the
+/// evaluations of its own positions, so the games are the same whatever the grouping, and
+/// every call holds one group's leaves.
+#[test]
+fn pipeline_groups_play_the_same_games() {
+    let games = |groups: usize| {
+        let config = SelfplayConfig {
+            concurrent_games: 6,
+            pipeline_groups: groups,
+            eval_chunk: 64,
+            ..quick(21)
+        };
+        let evaluator = PositionHashEvaluator {
+            calls: std::sync::Mutex::new(Vec::new()),
+        };
+        let mut out = Vec::new();
+        let stats = run_selfplay(&evaluator, &config, 10, RunOptions::default(), |g| {
+            out.push(g);
+            Ok(())
+        })
+        .unwrap();
+        out.sort_by_key(|g| g.game_id);
+        let calls = evaluator.calls.into_inner().unwrap();
+        assert_eq!(stats.evaluations, calls.iter().sum::<usize>() as u64);
+        assert_eq!(stats.batches, calls.len() as u64);
+        let largest = calls.iter().copied().max().unwrap();
+        assert!(
+            largest <= 6usize.div_ceil(groups),
+            "{groups} groups: a call of {largest}"
+        );
+        assert!((0.0..=1.0).contains(&stats.evaluator_idle_share()));
+        (out, stats.evaluations)
+    };
+    let (lockstep, evaluations) = games(1);
+    assert_eq!(lockstep.len(), 10);
+    for groups in [2, 3] {
+        let (pipelined, e) = games(groups);
+        assert_eq!(pipelined, lockstep, "{groups} groups");
+        assert_eq!(e, evaluations, "{groups} groups");
+    }
+}
