@@ -216,13 +216,21 @@ pub enum BenchCommand {
     /// Network positions per second at batch 1, 64 and 256, against the matmul peak (the
     /// 6x64 reference net, or the network of --config).
     Nn {
-        #[arg(long)]
-        batch: Option<usize>,
+        /// Batch sizes to measure, comma-separated (default: 1,64,256).
+        #[arg(long, value_delimiter = ',')]
+        batch: Vec<usize>,
         #[arg(long)]
         json: bool,
         /// A run config whose network to measure.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "net")]
         config: Option<PathBuf>,
+        /// The network to measure as BLOCKSxCHANNELS (e.g. 10x128), instead of --config's.
+        #[arg(long)]
+        net: Option<String>,
+        /// Only the device's forward pass and matmul peak: no one-thread CPU comparison,
+        /// which for a large net at a large batch takes minutes.
+        #[arg(long)]
+        device_only: bool,
     },
     /// Perft leaves per second: start position depths 5 and 6, and a middle game with full hands.
     Perft {

@@ -19,7 +19,7 @@ use yari_model::{default_device, describe_device, is_cpu, open_device, CpuNet, N
 /// (`YARI_CPU_PATH` overrides the detection); when it is not f32, `cpu_f32_*` are the same
 /// figures on the f32 fallback for comparison. `bf16_peak_gflops` and the `fraction_of_*`
 /// fields relate each GFLOP/s to the one-thread peak of its arithmetic.
-pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Result<()> {
+pub fn run(config: NetConfig, batch: Vec<usize>, json: bool) -> anyhow::Result<()> {
     let device = default_device();
     let net = config.init(&device);
     let cpu = CpuNet::from_net(&net, &config)?;
@@ -28,11 +28,7 @@ pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Resul
         CpuPath::F32 => None,
         _ => Some(CpuNet::from_net_with_path(&net, &config, CpuPath::F32)?),
     };
-    let batches = match batch {
-        Some(0) => anyhow::bail!("--batch must be at least 1"),
-        Some(b) => vec![b],
-        None => vec![1, 64, 256],
-    };
+    let batches = batches(batch)?;
     let min_time = Duration::from_secs(2);
     let results: Vec<(ForwardBench, ForwardBench, Option<ForwardBench>)> = batches
         .iter()
@@ -141,6 +137,92 @@ pub fn run(config: NetConfig, batch: Option<usize>, json: bool) -> anyhow::Resul
         if let Some(p) = peaks.bf16_thread_gflops {
             println!("bf16 vdpbf16ps peak (registers only, one thread): {p:.1} GFLOP/s");
         }
+    }
+    Ok(())
+}
+
+/// The batch sizes asked for, or 1, 64 and 256.
+fn batches(asked: Vec<usize>) -> anyhow::Result<Vec<usize>> {
+    if asked.contains(&0) {
+        anyhow::bail!("--batch must be at least 1");
+    }
+    if asked.iter().any(|&b| b > MAX_BATCH) {
+        anyhow::bail!("--batch must be at most {MAX_BATCH}");
+    }
+    Ok(if asked.is_empty() {
+        vec![1, 64, 256]
+    } else {
+        asked
+    })
+}
+
+/// Largest batch `bench nn` builds: 65,536 positions of the default encoding are already
+/// some 700 MB of input on the device.
+const MAX_BATCH: usize = 65_536;
+
+/// A network shape written BLOCKSxCHANNELS, with the default heads.
+pub fn parse_net(shape: &str) -> anyhow::Result<NetConfig> {
+    let parsed = shape
+        .split_once(['x', 'X'])
+        .and_then(|(b, c)| Some((b.trim().parse().ok()?, c.trim().parse().ok()?)));
+    let Some((blocks, channels)) = parsed else {
+        anyhow::bail!("--net {shape:?}: expected BLOCKSxCHANNELS, e.g. 10x128");
+    };
+    let config = NetConfig::new(blocks, channels);
+    config
+        .validate()
+        .map_err(|e| anyhow::anyhow!("--net {shape:?}: {e}"))?;
+    Ok(config)
+}
+
+/// The device's forward pass alone at each batch size, against its matmul peak.
+pub fn run_device_only(config: NetConfig, batch: Vec<usize>, json: bool) -> anyhow::Result<()> {
+    let device = default_device();
+    let net = config.init(&device);
+    let min_time = Duration::from_secs(2);
+    let results: Vec<ForwardBench> = batches(batch)?
+        .into_iter()
+        .map(|b| bench_forward(&net, &config, &device, b, min_time))
+        .collect();
+    let peak = matmul_peak_gflops(&device, 2048, min_time);
+    let description = describe_device(&device);
+    if json {
+        let per_batch: Vec<_> = results
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "batch": r.batch,
+                    "positions_per_s": r.positions_per_s,
+                    "gflops": r.gflops,
+                    "fraction_of_f32_peak": r.gflops / peak,
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "device": description,
+            "net": config,
+            "flops_per_position": config.flops_per_position(),
+            "peak_gflops": peak,
+            "per_batch": per_batch,
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "net: {} blocks x {} channels, {:.1} MFLOP/position, device {description}",
+            config.blocks,
+            config.channels,
+            config.flops_per_position() as f64 / 1e6,
+        );
+        for r in &results {
+            println!(
+                "batch {:>5}: {:>9.0} positions/s {:>8.1} GFLOP/s ({:>2.0}% of the f32 matmul peak)",
+                r.batch,
+                r.positions_per_s,
+                r.gflops,
+                100.0 * r.gflops / peak
+            );
+        }
+        println!("f32 matmul peak (2048^3) on {description}: {peak:.1} GFLOP/s");
     }
     Ok(())
 }

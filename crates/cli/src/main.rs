@@ -30,8 +30,15 @@ fn main() -> Result<()> {
         let name = cli
             .device
             .clone()
-            .or_else(|| std::env::var("YARI_DEVICE").ok());
-        let (_, description) = yari_model::select_device(name.as_deref())?;
+            .or_else(|| std::env::var("YARI_DEVICE").ok())
+            .unwrap_or_else(yari_model::device::default_backend);
+        // burn creates some tensors on its own default device, whatever the one chosen here:
+        // burn-optim puts a resumed optimizer state there before moving it to the
+        // parameters' device. Its default is the first GPU backend compiled in, so a run on
+        // the CPU (or wgpu) in a CUDA build would start CUDA, and panic on a machine without
+        // it. burn reads BURN_DEVICE for that default; it is set before any other thread runs.
+        std::env::set_var("BURN_DEVICE", &name);
+        let (_, description) = yari_model::select_device(Some(&name))?;
         if matches!(
             cli.command,
             Command::Run { .. }
@@ -127,12 +134,19 @@ fn main() -> Result<()> {
                 batch,
                 json,
                 config,
+                net,
+                device_only,
             } => {
-                let net = match config {
-                    Some(p) => yari_loop::RunConfig::load(Some(&p))?.train.net,
-                    None => yari_model::NetConfig::default(),
+                let net = match (config, net) {
+                    (Some(p), _) => yari_loop::RunConfig::load(Some(&p))?.train.net,
+                    (None, Some(shape)) => bench_nn::parse_net(&shape)?,
+                    (None, None) => yari_model::NetConfig::default(),
                 };
-                bench_nn::run(net, batch, json)
+                if device_only {
+                    bench_nn::run_device_only(net, batch, json)
+                } else {
+                    bench_nn::run(net, batch, json)
+                }
             }
         },
         Command::Play {
