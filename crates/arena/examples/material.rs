@@ -19,7 +19,8 @@ use anyhow::{bail, Context, Result};
 use yari_arena::alphabeta::{hand_value, material};
 use yari_model::eval::NetEvaluator;
 use yari_rules::{Color, Move, Position, Role};
-use yari_selfplay::{list_shards, read_shard, Evaluator, GameRecord, GameResult};
+use yari_search::Evaluator;
+use yari_selfplay::{list_shards, read_shard, GameRecord, GameResult};
 
 fn games(dir: &str) -> Result<Vec<GameRecord>> {
     let mut out = Vec::new();

@@ -29,7 +29,7 @@ pub(crate) fn factory(spec: &PlayerSpec) -> Result<Box<dyn PlayerFactory>, Playe
 #[cfg(feature = "search")]
 pub(crate) fn factory(spec: &PlayerSpec) -> Result<Box<dyn PlayerFactory>, PlayerError> {
     use std::sync::Arc;
-    use yari_selfplay::UniformEvaluator;
+    use yari_search::UniformEvaluator;
     match spec {
         PlayerSpec::Mcts { sims } => Ok(Box::new(MctsFactory::new(
             spec.name(),
@@ -63,7 +63,7 @@ mod imp {
     use rand::SeedableRng;
     use yari_model::eval::NetEvaluator;
     use yari_rules::Move;
-    use yari_selfplay::{
+    use yari_search::{
         search_move, Evaluator, GumbelConfig, Limits, PuctConfig, Search, SearchConfig,
         SearchVariant,
     };
@@ -208,7 +208,7 @@ mod imp {
 
         fn choose_move(&mut self, game: &GameView<'_>) -> Result<Move, PlayerError> {
             let name = self.name.clone();
-            let error = |e: yari_selfplay::SearchError| PlayerError::Other(format!("{name}: {e}"));
+            let error = |e: yari_search::SearchError| PlayerError::Other(format!("{name}: {e}"));
             let limits = Limits::simulations(self.sims);
             let result = if self.config.reuse_tree {
                 let mut search = match self.reused_tree(game) {
@@ -243,7 +243,7 @@ mod imp {
 mod tests {
     use super::imp::{arena_search_config, with_options};
     use crate::spec::SearchOptions;
-    use yari_selfplay::{GumbelConfig, PuctConfig, SearchVariant};
+    use yari_search::{GumbelConfig, PuctConfig, SearchVariant};
 
     #[test]
     fn spec_options_override_only_what_they_name() {

@@ -43,8 +43,6 @@ pub const DEFAULT_FSF_JS: &str = ".fsf/node_modules/fairy-stockfish-nnue.wasm/uc
 /// Deepest `alphabeta:N`: the material search doubles its time every ply or so, and depth 6
 /// already takes minutes a move, so anything near this is a typo, not a player.
 pub const MAX_ALPHABETA_DEPTH: u32 = 32;
-/// Most simulations per move of `mcts:`/`model:` (the search's own limit).
-pub const MAX_SIMULATIONS: u32 = 10_000_000;
 /// Longest `timeout=` and `movetime=` of a UCI engine: a day, beyond which `Instant`
 /// arithmetic is not far from overflowing and no match would ever end anyway.
 pub const MAX_UCI_SECONDS: u64 = 86_400;
@@ -120,7 +118,7 @@ pub struct SearchOptions {
     pub mate_search_plies: Option<u32>,
     /// Gumbel root search considering this many moves, without root noise (0: PUCT).
     pub gumbel_considered: Option<usize>,
-    /// Softmax temperature of the priors ([`yari_selfplay::SearchConfig::policy_temperature`]).
+    /// Softmax temperature of the priors ([`yari_search::SearchConfig::policy_temperature`]).
     pub policy_temperature: Option<f32>,
 }
 
@@ -237,7 +235,7 @@ impl PlayerSpec {
                 text,
                 "simulations",
                 number(value)?,
-                1..=u64::from(MAX_SIMULATIONS),
+                1..=u64::from(yari_search::MAX_SIMULATIONS),
                 "in 1..=10000000",
             )?;
             Ok(n as u32)

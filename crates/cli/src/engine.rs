@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use rand::SeedableRng;
-use yari_model::eval::{Evaluator, NetEvaluator, UniformEvaluator};
+use yari_model::eval::NetEvaluator;
 use yari_rules::{EndReason, Move, Position};
-use yari_selfplay::{SearchConfig, SearchResult};
+use yari_search::{Evaluator, SearchConfig, SearchResult, UniformEvaluator};
 
 /// The engine's default search: PUCT with this many simulations per move, for `yari play`
 /// and for a UCI `go` without limits. One figure, so "the default search" means one thing
@@ -165,10 +165,10 @@ impl Engine {
         stop: &AtomicBool,
         mut report: impl FnMut(&Thought),
     ) -> Result<Thought> {
-        let mut search = yari_selfplay::Search::new(pos.clone(), self.config.clone())?;
+        let mut search = yari_search::Search::new(pos.clone(), self.config.clone())?;
         let simulations = budget
             .simulations
-            .unwrap_or(yari_selfplay::mcts::MAX_SIMULATIONS)
+            .unwrap_or(yari_search::MAX_SIMULATIONS)
             .max(1);
         search.start(simulations, false)?;
         // PUCT without noise never draws from it; the rng only satisfies the signature.
@@ -176,7 +176,7 @@ impl Engine {
         let start = Instant::now();
         let deadline = budget.movetime.map(|t| start + t);
         let mut last_report = start;
-        while let yari_selfplay::Step::NeedEval(p) = search.step(&mut rng) {
+        while let yari_search::Step::NeedEval(p) = search.step(&mut rng) {
             let evaluation = self.evaluator.evaluate(&[p]);
             match evaluation.first() {
                 Some(e) => search.supply(e),

@@ -6,10 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use yari_model::{default_device, describe_device, NetConfig, NetEvaluator};
-use yari_selfplay::{
-    bench_selfplay, run_selfplay_until, Evaluator, RunOptions, SelfplayConfig, ShardWriter,
-    UniformEvaluator,
-};
+use yari_search::{Evaluator, UniformEvaluator};
+use yari_selfplay::{bench_selfplay, run_selfplay_until, RunOptions, SelfplayConfig, ShardWriter};
 
 /// Raised by the first SIGINT or SIGTERM; the pool stops at its next round.
 static STOP: AtomicBool = AtomicBool::new(false);

@@ -104,7 +104,7 @@ pub struct BatchOutcome {
 /// `stop` is set the batch ends between two rounds of the search; every finished game is still
 /// written, the games in flight are dropped.
 pub fn play_batch(
-    evaluator: &dyn yari_model::eval::Evaluator,
+    evaluator: &dyn yari_search::Evaluator,
     selfplay: &SelfplayConfig,
     games: usize,
     out: &Path,

@@ -1,4 +1,4 @@
-//! The evaluation interface shared by search and arena, and its two implementations.
+//! The network's implementation of search's evaluation interface ([`yari_search::Evaluator`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,54 +12,7 @@ use yari_rules::{Move, Position};
 use crate::checkpoint::{Checkpoint, CheckpointError};
 use crate::cpu::CpuNet;
 use crate::net::{Net, NetConfig};
-
-/// What search needs to know about a position.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Evaluation {
-    /// Prior probability of each legal move, in the order of `pos.legal_moves()`; sums to 1
-    /// (empty when there is no legal move).
-    pub priors: Vec<(Move, f32)>,
-    /// Win, draw and loss probabilities from the side to move's view; search uses
-    /// `wdl[0] - wdl[2]` as the value.
-    pub wdl: [f32; 3],
-}
-
-impl Evaluation {
-    /// Expected score for the side to move in [-1, 1].
-    pub fn value(&self) -> f32 {
-        self.wdl[0] - self.wdl[2]
-    }
-}
-
-/// Evaluates positions in batches.
-///
-/// Batched because a network pays per call, not per position; the caller (search, arena)
-/// decides the batch size. `Send + Sync` so one evaluator can serve several search threads.
-pub trait Evaluator: Send + Sync {
-    /// One evaluation per position, in the same order.
-    fn evaluate(&self, positions: &[&Position]) -> Vec<Evaluation>;
-}
-
-/// Uniform priors and a certain draw: the "no knowledge" baseline, and a stand-in for search
-/// tests and the very first self-play games, which need no burn at all.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct UniformEvaluator;
-
-impl Evaluator for UniformEvaluator {
-    fn evaluate(&self, positions: &[&Position]) -> Vec<Evaluation> {
-        positions
-            .iter()
-            .map(|pos| {
-                let moves = pos.legal_moves();
-                let p = 1.0 / moves.len().max(1) as f32;
-                Evaluation {
-                    priors: moves.iter().map(|&m| (m, p)).collect(),
-                    wdl: [0.0, 1.0, 0.0],
-                }
-            })
-            .collect()
-    }
-}
+use yari_search::{Evaluation, Evaluator};
 
 /// Evaluates with a [`Net`] on any burn device.
 ///

@@ -7,11 +7,13 @@
 //! autodiff. Inference on a CPU device goes through [`CpuNet`] instead, a forward pass of the
 //! same net about twice as fast as burn's CPU backend at self-play's sizes.
 //!
-//! A tiny untrained net on the CPU, saved as a checkpoint, loaded back and asked about the
+//! A tiny untrained net on the CPU, saved as a checkpoint, loaded back and asked (through
+//! search's [`yari_search::Evaluator`] interface) about the
 //! start position (a real net comes from [`Checkpoint::read`] of a `.yari` file):
 //!
 //! ```
-//! use yari_model::{checkpoint, default_device, Checkpoint, CheckpointMeta, Evaluator};
+//! use yari_model::{checkpoint, default_device, Checkpoint, CheckpointMeta};
+//! use yari_search::Evaluator;
 //! use yari_model::{NetConfig, NetEvaluator};
 //! use yari_rules::Position;
 //!
@@ -42,7 +44,7 @@ pub use burn::tensor::Device;
 pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};
 pub use cpu::CpuNet;
 pub use device::{describe_device, open_device, select_device, DeviceError};
-pub use eval::{is_cpu, Evaluation, Evaluator, NetEvaluator, UniformEvaluator};
+pub use eval::{is_cpu, NetEvaluator};
 pub use net::{Net, NetConfig, NetConfigError};
 
 /// The device a plain run should use: the one [`select_device`] chose for this process, else

@@ -1,8 +1,9 @@
 //! The evaluation interface: legal-move masking, probabilities, batching.
 
-use yari_model::{default_device, Evaluator, NetConfig, NetEvaluator, UniformEvaluator};
+use yari_model::{default_device, NetConfig, NetEvaluator};
 use yari_rules::encoding::{index_of, move_at, POLICY_SIZE};
 use yari_rules::Position;
+use yari_search::{Evaluator, UniformEvaluator};
 
 /// Positions with different move counts, reached by playing a few moves from the start.
 fn positions() -> Vec<Position> {

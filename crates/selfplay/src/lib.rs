@@ -1,29 +1,19 @@
-//! Self-play for Yari Shogi: Monte Carlo tree search (PUCT or Gumbel), a worker pool that
-//! batches the leaves of many games into one network call, and the record shards the trainer
+//! Self-play for Yari Shogi: a worker pool that plays many games with yari-search's tree
+//! search and batches their leaves into one network call, and the record shards the trainer
 //! reads.
 //!
-//! - [`search_move`] / [`Search`]: search one position (arena, UCI engine, `yari play`).
 //! - [`run_selfplay`]: play games and hand out [`GameRecord`]s; [`ShardWriter`] stores each
 //!   one as it finishes; [`run_selfplay_until`] also stops on a flag (signals).
-//! - [`SearchConfig`]: the shared settings and a [`SearchVariant`], PUCT or Gumbel.
+//! - [`SelfplayConfig`]: simulations, temperatures, resignation, games in flight, and the
+//!   [`yari_search::SearchConfig`] every move is searched with.
 //! - [`read_shard`] and [`GameRecord::replay_samples`]: the trainer's side.
-//!
-//! ```
-//! use rand::SeedableRng;
-//! use yari_selfplay::{search_move, Limits, SearchConfig, UniformEvaluator};
-//! let pos = yari_rules::Position::startpos();
-//! let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
-//! let r = search_move(&UniformEvaluator, &pos, &SearchConfig::puct(), &Limits::simulations(64), &mut rng).unwrap();
-//! assert!(pos.is_legal(r.best_move.unwrap()));
-//! assert!((r.policy.iter().map(|(_, p)| p).sum::<f32>() - 1.0).abs() < 1e-4);
-//! ```
 //!
 //! Two short self-play games, stored as a shard and read back as the trainer reads them:
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use yari_selfplay::{read_shard, run_selfplay, write_shard, RunOptions, SelfplayConfig};
-//! use yari_selfplay::UniformEvaluator;
+//! use yari_search::UniformEvaluator;
 //! let config = SelfplayConfig {
 //!     full_simulations: 8,
 //!     cheap_simulations: 4,
@@ -44,17 +34,10 @@
 //! ```
 
 pub mod config;
-pub mod mcts;
-mod noise;
 pub mod pool;
 pub mod record;
 
-pub use config::{
-    ConfigError, GumbelConfig, PuctConfig, SearchConfig, SearchVariant, SelfplayConfig,
-};
-pub use mcts::{
-    choose_move, search_move, Limits, MoveStats, Search, SearchError, SearchResult, Step,
-};
+pub use config::SelfplayConfig;
 pub use pool::{
     bench_selfplay, run_selfplay, run_selfplay_until, RunOptions, SelfplayBench, SelfplayError,
     SelfplayStats,
@@ -63,5 +46,3 @@ pub use record::{
     list_shards, read_shard, remove_stale_temp_files, write_shard, GameEnd, GameRecord, GameResult,
     RecordError, Sample, ShardWriter,
 };
-/// The evaluation interface search runs against, re-exported so callers need one import.
-pub use yari_model::eval::{Evaluation, Evaluator, UniformEvaluator};

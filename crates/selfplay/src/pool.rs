@@ -21,10 +21,12 @@ use serde::Serialize;
 use thiserror::Error;
 use yari_rules::Position;
 
-use crate::config::{ConfigError, SearchConfig, SelfplayConfig};
-use crate::mcts::{choose_move, Search, SearchError, Step};
+use yari_search::{
+    choose_move, ConfigError, Evaluation, Evaluator, Search, SearchConfig, SearchError, Step,
+};
+
+use crate::config::SelfplayConfig;
 use crate::record::{GameEnd, GameRecord, GameResult, RecordError, Sample};
-use crate::{Evaluation, Evaluator};
 
 /// Why a self-play run stopped early.
 #[derive(Debug, Error)]
@@ -695,7 +697,7 @@ pub fn bench_selfplay(
 /// from at the root: what the search taught the policy in this position. Priors are floored
 /// at 1e-6 so that a move the network all but ruled out counts as very surprising, not as
 /// infinitely so.
-pub fn surprise(result: &crate::mcts::SearchResult) -> f32 {
+pub fn surprise(result: &yari_search::SearchResult) -> f32 {
     let kl: f64 = result
         .moves
         .iter()

@@ -1,11 +1,11 @@
 //! The self-play pool and its records, with the uniform evaluator.
 
 use yari_rules::Move;
+use yari_search::{GumbelConfig, PuctConfig, SearchConfig, SearchVariant, UniformEvaluator};
 use yari_selfplay::record::{decode_shard, encode_shard};
 use yari_selfplay::{
     list_shards, read_shard, run_selfplay, write_shard, GameEnd, GameRecord, GameResult,
-    GumbelConfig, PuctConfig, RecordError, RunOptions, SearchConfig, SearchVariant, SelfplayConfig,
-    ShardWriter, UniformEvaluator,
+    RecordError, RunOptions, SelfplayConfig, ShardWriter,
 };
 
 /// Small and quick: short games, few simulations.
@@ -712,8 +712,8 @@ struct PositionHashEvaluator {
     calls: std::sync::Mutex<Vec<usize>>,
 }
 
-impl yari_selfplay::Evaluator for PositionHashEvaluator {
-    fn evaluate(&self, positions: &[&yari_rules::Position]) -> Vec<yari_selfplay::Evaluation> {
+impl yari_search::Evaluator for PositionHashEvaluator {
+    fn evaluate(&self, positions: &[&yari_rules::Position]) -> Vec<yari_search::Evaluation> {
         use std::hash::{Hash, Hasher};
         self.calls.lock().unwrap().push(positions.len());
         let hash = |x: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
@@ -732,7 +732,7 @@ impl yari_selfplay::Evaluator for PositionHashEvaluator {
                     .collect();
                 let total: f32 = raw.iter().sum();
                 let win = 0.8 * hash(&|h| fen.hash(h));
-                yari_selfplay::Evaluation {
+                yari_search::Evaluation {
                     priors: moves
                         .iter()
                         .zip(raw)

@@ -7,9 +7,8 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
 use yari_model::checkpoint::{self, Checkpoint, CheckpointMeta};
 use yari_model::{default_device, NetConfig};
-use yari_selfplay::{
-    run_selfplay, write_shard, RunOptions, SelfplayConfig, ShardWriter, UniformEvaluator,
-};
+use yari_search::UniformEvaluator;
+use yari_selfplay::{run_selfplay, write_shard, RunOptions, SelfplayConfig, ShardWriter};
 use yari_train::plot::plot_run;
 use yari_train::{
     random_games, read_metrics, OptimizerKind, TrainConfig, TrainError, TrainPath, Trainer,

@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use yari_model::UniformEvaluator;
 use yari_rules::Color;
+use yari_search::UniformEvaluator;
 
 /// A `Write` the test can read back while the session still holds it.
 #[derive(Clone, Default)]

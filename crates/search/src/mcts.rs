@@ -22,8 +22,8 @@ use thiserror::Error;
 use yari_rules::{Color, Move, Outcome, Position};
 
 use crate::config::{ConfigError, GumbelConfig, PuctConfig, SearchConfig, SearchVariant};
+use crate::eval::{Evaluation, Evaluator};
 use crate::noise;
-use crate::{Evaluation, Evaluator};
 
 /// Largest simulation budget a search accepts.
 pub const MAX_SIMULATIONS: u32 = 10_000_000;

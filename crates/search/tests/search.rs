@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use yari_rules::{Move, Position};
-use yari_selfplay::{
+use yari_search::{
     search_move, Evaluation, Evaluator, GumbelConfig, Limits, PuctConfig, Search, SearchConfig,
     SearchError, SearchVariant, UniformEvaluator,
 };
@@ -529,14 +529,14 @@ fn temperature_samples_in_proportion_to_visits() {
     let mut rng = rng();
     for _ in 0..20 {
         assert_eq!(
-            yari_selfplay::choose_move(&r, &SearchConfig::puct().variant, 0.0, &mut rng),
+            yari_search::choose_move(&r, &SearchConfig::puct().variant, 0.0, &mut rng),
             Some(best)
         );
     }
     let mut distinct = std::collections::HashSet::new();
     for _ in 0..200 {
         let mv =
-            yari_selfplay::choose_move(&r, &SearchConfig::puct().variant, 1.0, &mut rng).unwrap();
+            yari_search::choose_move(&r, &SearchConfig::puct().variant, 1.0, &mut rng).unwrap();
         assert!(r.moves.iter().any(|m| m.mv == mv && m.visits > 0));
         distinct.insert(mv);
     }
