@@ -120,8 +120,10 @@ impl ReplayWindow {
 
     /// Rescans the directory and returns the current window.
     ///
-    /// Shards are ordered by modification time (then path), newest last; the window is the
-    /// newest `config.window_size(total)` positions, where the oldest game in it may be cut.
+    /// Shards are ordered by path, numbers by value (`gen-9999` before `gen-10000`), newest
+    /// last: the run directory's names carry the order, while modification times change when
+    /// a run directory is copied. The window is the newest `config.window_size(total)`
+    /// positions, where the oldest game in it may be cut.
     pub fn refresh(&mut self) -> Result<WindowSnapshot, TrainError> {
         if self.index.is_none() {
             self.index = Some(
@@ -174,19 +176,19 @@ impl ReplayWindow {
                     },
                 );
             }
-            seen.push((modified, path));
+            seen.push(path);
         }
         // Forget shards that disappeared.
-        let present: HashSet<&PathBuf> = seen.iter().map(|(_, p)| p).collect();
+        let present: HashSet<&PathBuf> = seen.iter().collect();
         self.cache.retain(|p, _| present.contains(p));
-        seen.sort();
+        seen.sort_by(|a, b| natural_order(&a.to_string_lossy(), &b.to_string_lossy()));
         self.save_index()?;
 
-        let total: usize = seen.iter().map(|(_, p)| self.cache[p].positions).sum();
+        let total: usize = seen.iter().map(|p| self.cache[p].positions).sum();
         let size = self.config.window_size(total);
         let mut segments = Vec::new();
         let mut taken = 0usize;
-        for (_, path) in seen.iter().rev() {
+        for path in seen.iter().rev() {
             let entry = self.cache.get_mut(path).expect("cached above");
             if taken >= size {
                 entry.games = None;
@@ -630,11 +632,91 @@ impl Drop for Prefetcher {
     }
 }
 
+/// Text order, except that runs of digits compare by their value.
+fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn runs(s: &str) -> impl Iterator<Item = (bool, &str)> {
+        let mut rest = s;
+        std::iter::from_fn(move || {
+            let first = rest.chars().next()?;
+            let digits = first.is_ascii_digit();
+            let end = rest
+                .find(|c: char| c.is_ascii_digit() != digits)
+                .unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(end);
+            rest = tail;
+            Some((digits, run))
+        })
+    }
+    let (mut x, mut y) = (runs(a), runs(b));
+    loop {
+        let order = match (x.next(), y.next()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return std::cmp::Ordering::Less,
+            (Some(_), None) => return std::cmp::Ordering::Greater,
+            (Some((true, m)), Some((true, n))) => {
+                let (m, n) = (m.trim_start_matches('0'), n.trim_start_matches('0'));
+                m.len().cmp(&n.len()).then_with(|| m.cmp(n))
+            }
+            (Some((_, m)), Some((_, n))) => m.cmp(n),
+        };
+        if order.is_ne() {
+            return order;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bench::random_games;
     use yari_selfplay::write_shard;
+
+    #[test]
+    fn natural_order_compares_numbers_by_value() {
+        use std::cmp::Ordering::*;
+        assert_eq!(natural_order("gen-9999/a", "gen-10000/a"), Less);
+        assert_eq!(natural_order("gen-0012/w-3", "gen-0012/w-10"), Less);
+        assert_eq!(natural_order("a.yshard", "gen-0001/b.yshard"), Less);
+        assert_eq!(
+            natural_order("gen-01", "gen-1"),
+            Less,
+            "equal values fall back to the text"
+        );
+        assert_eq!(natural_order("x", "x"), Equal);
+    }
+
+    /// The window follows the run's names, not modification times: a copied run directory
+    /// (times reset, or restored in another order) trains on the same positions.
+    #[test]
+    fn shards_are_ordered_by_name_not_modification_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let games = dir.path().join("games");
+        let newer = games.join("gen-10000");
+        let older = games.join("gen-9999");
+        std::fs::create_dir_all(&newer).unwrap();
+        std::fs::create_dir_all(&older).unwrap();
+        let new = random_games(3, 20, 2);
+        let old = random_games(3, 20, 1);
+        let new_n: usize = new.iter().map(|g| g.samples.len()).sum();
+        // Written first, so the later generation has the older modification time.
+        write_shard(newer.join("s.yshard"), &new).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write_shard(older.join("s.yshard"), &old).unwrap();
+        let config = WindowConfig {
+            max_positions: new_n,
+            taper_base: 0,
+            ..WindowConfig::default()
+        };
+        let snap = ReplayWindow::new(games, config).refresh().unwrap();
+        assert_eq!(snap.len(), new_n);
+        let moves: Vec<_> = (0..snap.len())
+            .map(|i| snap.locate(i).0.moves.clone())
+            .collect();
+        assert!(
+            moves.iter().all(|m| new.iter().any(|g| &g.moves == m)),
+            "the window holds generation 10000's games"
+        );
+    }
 
     #[test]
     fn window_takes_the_newest_positions_and_batches_are_reproducible() {
