@@ -239,3 +239,50 @@ fn learner_trains_on_workers_games_and_refuses_corrupt_shards() {
     );
     assert!(dir.join("finished").exists());
 }
+
+/// A worker plays the progressive simulation budget at the run's progress, as `yari run`'s
+/// own self-play does: at the start of a run with `simulation_ramp = 0.5` the counts are
+/// halved (8/4 in the smoke config: 4/2).
+#[test]
+fn a_worker_follows_the_simulation_ramp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("ramp.toml");
+    let smoke = std::fs::read_to_string(smoke_config()).unwrap();
+    let ramped = smoke.replacen("[selfplay]\n", "[selfplay]\nsimulation_ramp = 0.5\n", 1);
+    assert_ne!(ramped, smoke, "the smoke config has a [selfplay] table");
+    std::fs::write(&config, ramped).unwrap();
+    let dir = tmp.path().join("run");
+    let out = yari()
+        .args(["learn", "--init", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = yari()
+        .args([
+            "worker",
+            "--tag",
+            "r",
+            "--batch-games",
+            "1",
+            "--max-batches",
+            "1",
+        ])
+        .arg("--run-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("progressive budget at 0% of the run: 4/2 simulations"),
+        "{log}"
+    );
+    assert_eq!(games_in(&dir.join("incoming"), "r-"), 1, "{log}");
+}

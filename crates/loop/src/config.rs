@@ -35,6 +35,23 @@ pub struct RunSection {
     pub games_per_generation: usize,
 }
 
+impl RunSection {
+    /// How far a run is through its budget, 0 to 1, after `elapsed_s` seconds of wall time
+    /// at `generation`: the time against `max_hours` when there is one, else the generation
+    /// against `generations`. The learner and every worker read it from the same state, so
+    /// their progressive simulation budgets agree.
+    pub fn progress(&self, elapsed_s: f64, generation: u32) -> f64 {
+        let p = if self.max_hours > 0.0 {
+            elapsed_s / (self.max_hours * 3600.0)
+        } else if self.generations > 1 {
+            generation.saturating_sub(1) as f64 / (self.generations - 1) as f64
+        } else {
+            0.0
+        };
+        p.clamp(0.0, 1.0)
+    }
+}
+
 /// `[gate]`: how a candidate is judged against the best.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -153,15 +153,9 @@ impl Loop {
     /// How far the run is through its budget, 0 to 1: wall time against `max_hours` when it
     /// has one, else the generation against `generations`.
     pub fn progress(&self) -> f64 {
-        let r = &self.config.run;
-        let p = if r.max_hours > 0.0 {
-            self.elapsed_s() / (r.max_hours * 3600.0)
-        } else if r.generations > 1 {
-            (self.state.generation.saturating_sub(1)) as f64 / (r.generations - 1) as f64
-        } else {
-            0.0
-        };
-        p.clamp(0.0, 1.0)
+        self.config
+            .run
+            .progress(self.elapsed_s(), self.state.generation)
     }
 
     /// Whether the run's wall-time budget is used up (never, without one).

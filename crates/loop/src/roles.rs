@@ -213,7 +213,8 @@ pub fn run_worker(
             status.state = "finished".into();
             break;
         }
-        let best = run.require_state()?.best;
+        let state = run.require_state()?;
+        let best = state.best;
         if loaded.as_ref().is_none_or(|(name, _)| *name != best) {
             match phases::load_network(run, &best) {
                 Ok(ev) => {
@@ -233,10 +234,24 @@ pub fn run_worker(
             }
         }
         let (net_name, evaluator) = loaded.as_ref().expect("loaded above");
+        // The progressive simulation budget at the run's progress, as the learner's own
+        // self-play would play it (the learner saves its elapsed time in the state).
+        let progress = config.run.progress(state.elapsed_s, state.generation);
         let mut sp = phases::seeded(
             &config,
             id_hash.wrapping_add(status.batches.wrapping_mul(0x2545_F491_4F6C_DD1D)),
-        );
+        )
+        .at_progress(progress);
+        if sp.full_simulations != config.selfplay.full_simulations
+            || sp.cheap_simulations != config.selfplay.cheap_simulations
+        {
+            log(&format!(
+                "worker {id}: progressive budget at {:.0}% of the run: {}/{} simulations",
+                100.0 * progress,
+                sp.full_simulations,
+                sp.cheap_simulations
+            ));
+        }
         // One game a shard: a shard in `incoming/` is then complete the moment it appears.
         // With more, the writer rewrites its open shard after every game (so a kill loses no
         // finished game) and the learner could take a shard that is still growing.
