@@ -88,7 +88,8 @@ pub enum Command {
         #[arg(long)]
         run_dir: PathBuf,
         /// Training config: a TOML file with a run config's `[train]` fields, or a whole run
-        /// config (its `[train]` table is used).
+        /// config (its `[train]` table is used). Default: RUN_DIR/config.toml if the run has
+        /// one, else the built-in default.
         #[arg(long)]
         config: Option<PathBuf>,
         /// Optimizer steps (default: the config's steps_per_generation).

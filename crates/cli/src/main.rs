@@ -84,8 +84,12 @@ fn main() -> Result<()> {
             config,
             steps,
         } => {
+            // Without --config, the run's own config (the one its checkpoints were made
+            // with), and the built-in default only where there is no run yet.
+            let own = yari_loop::RunDir::new(&run_dir).paths().config_file();
             let config = match config {
                 Some(p) => yari_loop::section_from_file(&p, "train")?,
+                None if own.is_file() => yari_loop::RunConfig::load(Some(&own))?.train,
                 None => yari_loop::RunConfig::load(None)?.train,
             };
             train_cmd::run(&run_dir, config, steps)

@@ -158,6 +158,19 @@ fn smoke_run_completes_and_exports() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // `yari train` on the run, without --config, trains the run's own (smoke-sized)
+    // network: the built-in default's architecture would not match its checkpoints.
+    let out = yari()
+        .args(["train", "--steps", "2", "--run-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("checkpoint "));
     std::fs::remove_dir_all(&dir).unwrap();
     let mut child = yari()
         .args(["play", "--sims", "4", "--model"])
