@@ -285,4 +285,7 @@ fn a_worker_follows_the_simulation_ramp() {
         "{log}"
     );
     assert_eq!(games_in(&dir.join("incoming"), "r-"), 1, "{log}");
+    // The status names the machine, also when no HOSTNAME is exported.
+    let host = status_of(&dir, "r")["host"].as_str().unwrap().to_string();
+    assert!(!host.is_empty(), "workers/*.json has an empty host");
 }

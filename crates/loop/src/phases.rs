@@ -65,13 +65,8 @@ pub fn total_games(run: &RunDir) -> Result<usize, LoopError> {
 /// A shard name prefix no other process writing into the same folder uses: the host name and
 /// the process id (with the generation, for the shards of a single-process run).
 pub fn worker_prefix() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".into());
-    let host: String = host
+    let host: String = host_name()
+        .unwrap_or_else(|| "host".into())
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' {
@@ -82,6 +77,17 @@ pub fn worker_prefix() -> String {
         })
         .collect();
     format!("{host}-{}", std::process::id())
+}
+
+/// This machine's name: the kernel's (Linux), else /etc/hostname, else $HOSTNAME, which a
+/// shell sets but seldom exports (so a process started by a scheduler rarely sees it).
+pub fn host_name() -> Option<String> {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(f).ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
 }
 
 /// What one batch of self-play wrote.

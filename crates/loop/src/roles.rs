@@ -178,7 +178,7 @@ pub fn run_worker(
     let status_file = status_dir.join(format!("{id}.json"));
     let mut status = WorkerStatus {
         id: id.clone(),
-        host: std::env::var("HOSTNAME").unwrap_or_default(),
+        host: phases::host_name().unwrap_or_default(),
         pid: std::process::id(),
         state: "running".into(),
         started_unix: started,
