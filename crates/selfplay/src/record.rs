@@ -222,7 +222,9 @@ pub struct Sample {
 /// One self-play game.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GameRecord {
-    /// Index of the game in its run (with the run's seed it identifies the game's RNG stream).
+    /// Index of the game in its self-play batch (a generation, or a worker's batch): with the
+    /// batch's seed it identifies the game's RNG stream. Each batch counts from 0, so a game
+    /// of a run is named by its shard and this index together.
     pub game_id: u64,
     pub start_fen: String,
     /// The moves played, as [`Move::to_u16`] codes.
