@@ -145,3 +145,23 @@ fn the_progressive_simulation_budget_ramps_over_the_run() {
     let bad = RunConfig::parse("[selfplay]\nsimulation_ramp = 1.0\n", "test").unwrap_err();
     assert!(bad.to_string().contains("simulation_ramp"), "{bad}");
 }
+
+/// Gradient clipping can be turned off in a file: a key left out takes the built-in
+/// default's 5.0, so 0 means "no clipping", and it survives a round trip.
+#[test]
+fn grad_clip_norm_zero_turns_clipping_off() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("noclip.toml");
+    std::fs::write(&file, "[train]\ngrad_clip_norm = 0\n").unwrap();
+    let off = RunConfig::load(Some(&file)).unwrap();
+    assert_eq!(off.train.grad_clip_norm, None);
+    off.train.validate().unwrap();
+    assert_eq!(
+        RunConfig::load(None).unwrap().train.grad_clip_norm,
+        Some(5.0)
+    );
+    let text = toml::to_string(&off.train).unwrap();
+    assert!(text.contains("grad_clip_norm = 0.0"), "{text}");
+    let back: TrainConfig = toml::from_str(&text).unwrap();
+    assert_eq!(back.grad_clip_norm, None);
+}

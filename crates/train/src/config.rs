@@ -182,6 +182,20 @@ impl WindowConfig {
     }
 }
 
+/// An optional positive number written as a plain one, 0 standing for `None`.
+mod zero_is_none {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(value.unwrap_or(0.0))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        let x = f64::deserialize(d)?;
+        Ok((x != 0.0).then_some(x))
+    }
+}
+
 /// Everything that decides what a training run computes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -216,7 +230,9 @@ pub struct TrainConfig {
     pub weight_decay: f64,
     /// Clip the gradient to this global L2 norm (over all parameters together) before the
     /// optimizer sees it; `None` disables clipping. Global rather than per-tensor clipping
-    /// keeps the update's direction.
+    /// keeps the update's direction. In a file, 0 is `None`: a key left out takes the
+    /// built-in default's value, so "off" needs a value of its own.
+    #[serde(with = "zero_is_none")]
     pub grad_clip_norm: Option<f64>,
     /// Weight of the value (WDL) loss relative to the policy loss.
     pub value_loss_weight: f64,
@@ -400,7 +416,7 @@ impl TrainConfig {
             if !(c.is_finite() && c > 0.0) {
                 return bad(
                     "grad_clip_norm",
-                    format!("must be positive (omit it to disable), got {c}"),
+                    format!("must be positive (0 disables clipping), got {c}"),
                 );
             }
         }
@@ -562,6 +578,7 @@ mod tests {
             ("momentum = nan", "momentum"),
             ("weight_decay = inf", "weight_decay"),
             ("grad_clip_norm = nan", "grad_clip_norm"),
+            ("grad_clip_norm = -1.0", "grad_clip_norm"),
             ("value_loss_weight = nan", "value_loss_weight"),
             (
                 "[window]\nsearch_value_weight = nan",
