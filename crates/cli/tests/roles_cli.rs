@@ -19,9 +19,13 @@ fn json(path: &Path) -> serde_json::Value {
 }
 
 fn init(dir: &Path) {
+    init_with(dir, &smoke_config());
+}
+
+fn init_with(dir: &Path, config: &Path) {
     let out = yari()
         .args(["learn", "--init", "--config"])
-        .arg(smoke_config())
+        .arg(config)
         .arg("--run-dir")
         .arg(dir)
         .output()
@@ -252,18 +256,7 @@ fn a_worker_follows_the_simulation_ramp() {
     assert_ne!(ramped, smoke, "the smoke config has a [selfplay] table");
     std::fs::write(&config, ramped).unwrap();
     let dir = tmp.path().join("run");
-    let out = yari()
-        .args(["learn", "--init", "--config"])
-        .arg(&config)
-        .arg("--run-dir")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    init_with(&dir, &config);
     let out = yari()
         .args([
             "worker",
