@@ -215,7 +215,7 @@ pub enum BenchCommand {
         config: Option<PathBuf>,
     },
     /// Network positions per second at batch 1, 64 and 256, against the matmul peak (the
-    /// 6x64 reference net, or the network of --config).
+    /// `NetConfig::default` net, or the network of --config or --net).
     Nn {
         /// Batch sizes to measure, comma-separated (default: 1,64,256).
         #[arg(long, value_delimiter = ',')]

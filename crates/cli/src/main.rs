@@ -190,9 +190,8 @@ fn main() -> Result<()> {
 /// Keeps memory that the process frees for its next allocation instead of handing it back to
 /// the kernel. The training step allocates and frees its activation and im2col buffers (1 to
 /// 18 MB each) every step; with glibc's defaults each such buffer is a fresh `mmap` (or a
-/// trimmed heap top) and every page of it faults in again, zeroed by the kernel. Measured with
-/// `YARI_TRAIN_PATH=cpu yari bench train` on the 2-core machine, same binary, interleaved:
-/// 1,082 / 1,163 samples/s with glibc's defaults, 1,630 / 1,611 with these settings.
+/// trimmed heap top) and every page of it faults in again, zeroed by the kernel (the
+/// measurement: docs/experiments.md, "Inference arithmetic").
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn keep_freed_memory() {
     // glibc's upper limit for the mmap threshold on 64-bit targets (HEAP_MAX_SIZE / 2).

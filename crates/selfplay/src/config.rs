@@ -73,9 +73,9 @@ pub struct SelfplayConfig {
 }
 
 impl Default for SelfplayConfig {
-    /// Sized for a 2-core CPU and the default 6x64 net (about a thousand evaluations a
-    /// second): Gumbel search with 64 simulations on a quarter of the moves and 16 on the
-    /// rest averages 28 evaluations a move.
+    /// The settings of a 2-core CPU run: Gumbel search with 64 simulations on a quarter of
+    /// the moves and 16 on the rest, 28 evaluations a move on average. Runs take their
+    /// values from configs/default.toml, which this does not yet follow everywhere (issue 32).
     fn default() -> Self {
         Self {
             search: SearchConfig::default(),

@@ -771,12 +771,6 @@ impl ShardWriter {
         Ok(())
     }
 
-    /// Nothing is left to write (every pushed game is on disk); kept so that callers that
-    /// flush before reading the directory stay correct whatever the writing policy.
-    pub fn flush(&mut self) -> Result<(), RecordError> {
-        Ok(())
-    }
-
     /// The shards written.
     pub fn finish(self) -> Result<Vec<PathBuf>, RecordError> {
         Ok(self.written)

@@ -278,25 +278,6 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
-    /// Reads a config from a TOML file, or JSON when the file name ends in `.json`.
-    pub fn from_file(path: &Path) -> Result<Self, TrainError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TrainError::io(path, e))?;
-        let config: TrainConfig = if path.extension().is_some_and(|e| e == "json") {
-            serde_json::from_str(&text)
-                .map_err(|e| TrainError::Config(format!("{}: {e}", path.display())))?
-        } else {
-            toml::from_str(&text)
-                .map_err(|e| TrainError::Config(format!("{}: {e}", path.display())))?
-        };
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// The config as TOML text, e.g. to write a template.
-    pub fn to_toml(&self) -> String {
-        toml::to_string_pretty(self).expect("the config serialises")
-    }
-
     /// The games directory for the run in `run_dir`.
     pub fn games_dir_in(&self, run_dir: &Path) -> PathBuf {
         if self.games_dir.is_absolute() {
@@ -529,7 +510,8 @@ mod tests {
     fn default_is_valid_and_round_trips_through_toml() {
         let c = TrainConfig::default();
         c.validate().unwrap();
-        let back: TrainConfig = toml::from_str(&c.to_toml()).unwrap();
+        let text = toml::to_string_pretty(&c).unwrap();
+        let back: TrainConfig = toml::from_str(&text).unwrap();
         assert_eq!(back, c);
     }
 

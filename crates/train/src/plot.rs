@@ -60,7 +60,7 @@ struct LedgerLine {
 /// - a gating decision of the arena crate, `{"candidate": C, "best": B, "elo": E, ...}` without
 ///   a generation: `E` is C's Elo relative to B, so ratings are chained (the first best is 0,
 ///   a candidate is its opponent's rating plus `E`) and the generation is the last number in
-///   C's file name (`nets/gen-0003.ckpt` is generation 3).
+///   C's file name (`models/gen-0003.yari` is generation 3).
 pub fn read_ledger(path: &Path) -> Result<Vec<EloPoint>, TrainError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -153,7 +153,7 @@ pub fn read_rating_scores(path: &Path) -> Result<Vec<ScoreCurve>, TrainError> {
         .collect())
 }
 
-/// The last run of digits in the file stem of `name` (`runs/x/nets/gen-0012.ckpt` → 12).
+/// The last run of digits in the file stem of `name` (`runs/x/models/gen-0012.yari` → 12).
 fn generation_of(name: &str) -> Option<u64> {
     let stem = Path::new(name).file_stem()?.to_str()?;
     let end = stem.rfind(|c: char| c.is_ascii_digit())? + 1;

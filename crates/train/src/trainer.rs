@@ -445,7 +445,7 @@ impl Stepper {
 /// let mut trainer = Trainer::open(run, TrainConfig::default())?;
 /// let summary = trainer.train_steps(500, true)?;
 /// println!("loss {:.3}", summary.loss);
-/// trainer.save_checkpoint(&run.join("nets/gen-0001.ckpt"), 1, Some("gen-0000".into()))?;
+/// trainer.save_checkpoint(&run.join("models/gen-0001.yari"), 1, Some("gen-0000".into()))?;
 /// # Ok(()) }
 /// ```
 pub struct Trainer {
