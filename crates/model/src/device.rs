@@ -11,7 +11,7 @@ use burn::tensor::Device;
 use thiserror::Error;
 
 /// Why a device could not be opened.
-#[derive(Debug, Error)]
+#[derive(Clone, Debug, Error)]
 pub enum DeviceError {
     #[error("unknown device {name:?}: this build has {}", .available.join(", "))]
     Unknown {
@@ -42,12 +42,12 @@ const KNOWN: [&str; 4] = ["flex", "ndarray", "wgpu", "cuda"];
 static SELECTED: OnceLock<(Device, String)> = OnceLock::new();
 
 /// The device [`crate::default_device`] returns: the one [`select_device`] chose, else the
-/// default backend of [`default_backend_name`] (the CPU, unless `BURN_DEVICE` names another).
+/// default backend of [`default_backend`] (the CPU, unless `BURN_DEVICE` names another).
 pub(crate) fn selected_or_default() -> Device {
     if let Some((device, _)) = SELECTED.get() {
         return device.clone();
     }
-    let name = default_backend_name();
+    let name = default_backend();
     if name == "wgpu" {
         // Through the checked path, so a later `describe_device` knows the adapter.
         return open_device(&name).unwrap_or_else(|e| panic!("BURN_DEVICE=wgpu: {e}"));
@@ -69,7 +69,7 @@ pub fn open_device(name: &str) -> Result<Device, DeviceError> {
 /// [`crate::default_device`] calls return it. Returns the device and a one-line description
 /// (backend and, for a GPU, the adapter).
 pub fn select_device(name: Option<&str>) -> Result<(Device, String), DeviceError> {
-    let name = name.map_or_else(default_backend_name, str::to_string);
+    let name = name.map_or_else(default_backend, str::to_string);
     if let Some((device, description)) = SELECTED.get() {
         let (wanted, _) = open_described(&name)?;
         if wanted != *device {
@@ -105,17 +105,13 @@ pub fn describe_device(device: &Device) -> String {
 /// compiled in, where every test that does not ask for a device must still run on the CPU.
 /// A GPU is used when asked for: `yari --device wgpu`, `YARI_DEVICE`, or `BURN_DEVICE`.
 pub fn default_backend() -> String {
-    default_backend_name()
-}
-
-fn default_backend_name() -> String {
     default_backend_from(
         std::env::var("BURN_DEVICE").ok().as_deref(),
         &crate::available_backends(),
     )
 }
 
-/// [`default_backend_name`] for a `BURN_DEVICE` value and the compiled backends.
+/// [`default_backend`] for a `BURN_DEVICE` value and the compiled backends.
 fn default_backend_from(burn_device: Option<&str>, available: &[&str]) -> String {
     if let Some(name) = burn_device {
         return name.to_lowercase();
@@ -311,18 +307,7 @@ mod cuda_backend {
         libnvrtc.so on LD_LIBRARY_PATH";
 
     pub(super) fn open() -> Result<(Device, String), DeviceError> {
-        match OPENED.get_or_init(open_once) {
-            Ok(opened) => Ok(opened.clone()),
-            Err(e) => Err(match e {
-                DeviceError::CudaMissing { missing, hint } => DeviceError::CudaMissing {
-                    missing: missing.clone(),
-                    hint: hint.clone(),
-                },
-                other => DeviceError::CudaFailed {
-                    detail: other.to_string(),
-                },
-            }),
-        }
+        OPENED.get_or_init(open_once).clone()
     }
 
     fn open_once() -> Result<(Device, String), DeviceError> {

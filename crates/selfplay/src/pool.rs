@@ -457,31 +457,30 @@ pub fn run_selfplay_until(
             ),
             Some(range) if *range == advancing => {
                 let batch = evaluate_games(evaluator, &slots[range.clone()], config.eval_chunk);
-                store_evaluations(&mut evals[range.clone()], &batch);
+                let evaluated = store_evaluations(&mut evals[range.clone()], batch);
                 let advanced = advance_games(&mut slots, &mut evals, advancing.clone(), config);
-                (advanced, Some(batch))
+                (advanced, Some(evaluated))
             }
             Some(range) => {
                 let (adv_slots, eval_slots) = disjoint(&mut slots, &advancing, range);
                 let (adv_evals, _) = disjoint(&mut evals, &advancing, range);
                 let chunk = config.eval_chunk;
-                std::thread::scope(|scope| {
+                let (advanced, batch) = std::thread::scope(|scope| {
                     let batch = scope.spawn(|| evaluate_games(evaluator, eval_slots, chunk));
                     let advanced = advance_slice(adv_slots, adv_evals, config);
                     let batch = batch
                         .join()
                         .unwrap_or_else(|e| std::panic::resume_unwind(e));
-                    (advanced, Some(batch))
-                })
+                    (advanced, batch)
+                });
+                let evaluated = store_evaluations(&mut evals[range.clone()], batch);
+                (advanced, Some(evaluated))
             }
         };
-        if let (Some(batch), Some(range)) = (evaluated, &evaluating) {
-            if *range != advancing {
-                store_evaluations(&mut evals[range.clone()], &batch);
-            }
-            stats.eval_time += batch.time;
-            if batch.positions > 0 {
-                stats.evaluations += batch.positions as u64;
+        if let Some((positions, time)) = evaluated {
+            stats.eval_time += time;
+            if positions > 0 {
+                stats.evaluations += positions as u64;
                 stats.batches += 1;
             }
         }
@@ -603,11 +602,11 @@ fn evaluate_games(evaluator: &dyn Evaluator, slots: &[Option<Game>], chunk: usiz
         .flatten()
         .collect();
     // A short answer leaves games pending; they fall back to uniform priors in supply.
+    let mut out = out.into_iter();
     let evaluations = index
         .into_iter()
-        .enumerate()
-        .map(|(k, i)| {
-            let eval = out.get(k).cloned().unwrap_or_else(|| Evaluation {
+        .map(|i| {
+            let eval = out.next().unwrap_or_else(|| Evaluation {
                 priors: Vec::new(),
                 wdl: [0.0, 1.0, 0.0],
             });
@@ -621,11 +620,12 @@ fn evaluate_games(evaluator: &dyn Evaluator, slots: &[Option<Game>], chunk: usiz
     }
 }
 
-/// Hands a group's evaluations to its games' slots.
-fn store_evaluations(evals: &mut [Option<Evaluation>], batch: &Batch) {
-    for (i, eval) in &batch.evaluations {
-        evals[*i] = Some(eval.clone());
+/// Hands a group's evaluations to its games' slots; returns the batch's size and time.
+fn store_evaluations(evals: &mut [Option<Evaluation>], batch: Batch) -> (usize, Duration) {
+    for (i, eval) in batch.evaluations {
+        evals[i] = Some(eval);
     }
+    (batch.positions, batch.time)
 }
 
 /// Two disjoint ranges of one slice, borrowed at once.
