@@ -20,14 +20,16 @@
 //! assert!((r.policy.iter().map(|(_, p)| p).sum::<f32>() - 1.0).abs() < 1e-4);
 //! ```
 
+pub mod batched;
 pub mod config;
 pub mod eval;
 pub mod mcts;
 mod noise;
 
+pub use batched::{evaluate_batch, Batching, Control};
 pub use config::{ConfigError, GumbelConfig, PuctConfig, SearchConfig, SearchVariant};
 pub use eval::{Evaluation, Evaluator, UniformEvaluator};
 pub use mcts::{
-    choose_move, search_move, Limits, MoveStats, Search, SearchError, SearchResult, Step,
-    MAX_SIMULATIONS,
+    choose_move, search_move, LeafResult, Limits, MoveStats, Search, SearchError, SearchResult,
+    Step, Verdict, MAX_SIMULATIONS,
 };

@@ -53,6 +53,9 @@ enum Kind {
     /// The side to move has a forced mate ([`SearchConfig::mate_search_plies`]): a proven
     /// win, never expanded; `raw_value` is 1.
     Won,
+    /// Handed out in a batch ([`Search::gather`]) and not yet supplied: a descent that meets
+    /// it is a collision.
+    InFlight,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +71,10 @@ struct Node {
     raw_value: f32,
     first_child: u32,
     num_children: u32,
+    /// Descents of the batch being gathered that pass through this node and are not backed
+    /// up yet: each counts as a visit that lost for the parent (virtual loss), so the next
+    /// descent of the same batch looks elsewhere.
+    in_flight: u32,
     kind: Kind,
 }
 
@@ -81,8 +88,24 @@ impl Node {
             raw_value: 0.0,
             first_child: 0,
             num_children: 0,
+            in_flight: 0,
             kind: Kind::Leaf,
         }
+    }
+
+    /// Visits, counting descents in flight.
+    fn started(&self) -> u32 {
+        self.visits + self.in_flight
+    }
+
+    /// Mean value from the parent's side to move with the descents in flight counted as
+    /// losses for the parent; exactly [`Node::q`] when none is in flight.
+    fn q_virtual(&self) -> Option<f32> {
+        if self.in_flight == 0 {
+            return self.q();
+        }
+        let n = self.started() as f32;
+        Some(-(self.value_sum + self.in_flight as f32) / n)
     }
 
     fn children(&self) -> std::ops::Range<usize> {
@@ -210,6 +233,30 @@ pub struct Search {
     gumbel_temperature: f32,
     /// Scratch for improved-policy computations.
     scratch: Vec<f32>,
+    /// The leaves handed out by [`Search::gather`], in order.
+    batch: Vec<Pending>,
+    /// Paths of this batch's descents that met a leaf already in flight: their virtual loss
+    /// stays until the batch is supplied, so that the following descents turn elsewhere.
+    collisions: Vec<Vec<u32>>,
+    /// Deepest descent of the current search, in plies from the root.
+    max_depth: u32,
+    /// The evaluator's win/draw/loss at the root, once evaluated.
+    root_wdl: Option<[f32; 3]>,
+}
+
+/// What a position handed out by [`Search::gather`] turned out to be: known without the
+/// network ([`Search::classify`]) or evaluated by it.
+#[derive(Clone, Debug)]
+pub enum LeafResult {
+    Known(Verdict),
+    Evaluated(Evaluation),
+}
+
+/// A leaf the rules or the mate search settle without the network (from [`Search::classify`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Verdict {
+    kind: Kind,
+    value: f32,
 }
 
 impl Search {
@@ -228,6 +275,10 @@ impl Search {
             pending: None,
             gumbel_temperature: 1.0,
             scratch: Vec::new(),
+            batch: Vec::new(),
+            collisions: Vec::new(),
+            max_depth: 0,
+            root_wdl: None,
         })
     }
 
@@ -261,13 +312,43 @@ impl Search {
         if simulations > MAX_SIMULATIONS {
             return Err(SearchError::TooManySimulations(simulations));
         }
+        self.abandon_batch();
         self.target = simulations;
         self.done = 0;
         self.noise = noise;
         self.prepared = false;
         self.gumbel = None;
         self.pending = None;
+        self.max_depth = 0;
         Ok(())
+    }
+
+    /// Deepest descent of the current search in plies (UCI's `seldepth`).
+    pub fn max_depth(&self) -> u32 {
+        self.max_depth
+    }
+
+    /// The evaluator's win, draw and loss probabilities at the root, once it was evaluated
+    /// (not at a root settled by the rules or the mate search).
+    pub fn root_wdl(&self) -> Option<[f32; 3]> {
+        self.root_wdl
+    }
+
+    /// Whether the root has been evaluated (or settled), so that there is a move to play.
+    pub fn root_evaluated(&self) -> bool {
+        matches!(
+            self.nodes[ROOT].kind,
+            Kind::Expanded | Kind::Terminal | Kind::Won
+        )
+    }
+
+    /// Whether the budget is spent (or the root is settled): nothing more to gather or step.
+    pub fn finished(&self) -> bool {
+        match self.nodes[ROOT].kind {
+            Kind::Terminal | Kind::Won => true,
+            Kind::Leaf | Kind::InFlight => false,
+            Kind::Expanded => self.done >= self.target && self.batch.is_empty(),
+        }
     }
 
     /// Scales the root Gumbel noise of the following searches by `t` (clamped to [0, 1]): the
@@ -283,20 +364,182 @@ impl Search {
     }
 
     /// Ends the current search now, as if its budget were spent (deadlines, node limits).
+    /// A batch handed out and not supplied is dropped, its virtual losses undone.
     pub fn stop(&mut self) {
+        self.abandon_batch();
         self.target = self.done;
         self.pending = None;
+    }
+
+    /// Hands out up to `max_leaves` positions to evaluate together, by descents that each
+    /// count as a loss along their path until supplied (virtual loss), so that one batch
+    /// spreads over the tree; returns how many. Positions whose value is known (game over,
+    /// or a settled mate found earlier) are backed up on the way and count as simulations.
+    ///
+    /// The leaves are unclassified: the caller runs [`Search::classify`] on each (the mate
+    /// search, the costly part, so on as many threads as it likes) and evaluates the rest,
+    /// then hands the results to [`Search::supply_batch`] in the same order. With
+    /// `max_leaves` 1 the search is exactly [`Search::step`]'s. Gumbel search takes one leaf
+    /// at a time: its root plan counts simulations one by one.
+    ///
+    /// A descent that reaches a leaf already in the batch (a collision) keeps its virtual
+    /// loss until the batch is supplied; gathering ends after `max_leaves` collisions, and
+    /// after a bounded number of descents so that a call returns promptly even in a tree
+    /// whose every leaf is known (then it may return 0 with the search unfinished).
+    pub fn gather<R: Rng + ?Sized>(&mut self, rng: &mut R, max_leaves: usize) -> usize {
+        if !self.batch.is_empty() {
+            return self.batch.len();
+        }
+        self.pending = None;
+        match self.nodes[ROOT].kind {
+            Kind::Terminal | Kind::Won | Kind::InFlight => return 0,
+            Kind::Leaf => {
+                if let Some(known) = self.classify_leaf(&self.root_pos) {
+                    self.settle(ROOT, (known.kind, known.value));
+                    return 0;
+                }
+                self.nodes[ROOT].kind = Kind::InFlight;
+                self.nodes[ROOT].in_flight += 1;
+                self.batch.push(Pending {
+                    path: vec![ROOT as u32],
+                    pos: self.root_pos.clone(),
+                    simulation: false,
+                });
+                return 1;
+            }
+            Kind::Expanded => {}
+        }
+        if !self.prepared {
+            self.prepare_root(rng);
+        }
+        let max_leaves = match self.config.variant {
+            SearchVariant::Gumbel(_) => 1,
+            SearchVariant::Puct(_) => max_leaves.max(1),
+        };
+        let mut descents = 0;
+        while self.batch.len() < max_leaves
+            && self.collisions.len() < max_leaves
+            && descents < 4 * max_leaves + 64
+        {
+            let started = self.done as usize + self.batch.len();
+            if started >= self.target as usize {
+                break;
+            }
+            descents += 1;
+            let (path, pos) = self.descend_virtual();
+            let leaf = *path.last().expect("paths start at the root") as usize;
+            match self.nodes[leaf].kind {
+                Kind::Terminal | Kind::Won => {
+                    let value = self.nodes[leaf].raw_value;
+                    self.backup_in_flight(&path, value);
+                    self.done += 1;
+                }
+                Kind::InFlight => self.collisions.push(path),
+                Kind::Leaf => {
+                    self.nodes[leaf].kind = Kind::InFlight;
+                    self.batch.push(Pending {
+                        path,
+                        pos,
+                        simulation: true,
+                    });
+                }
+                Kind::Expanded => unreachable!("descents end at a node without children"),
+            }
+        }
+        if self.batch.is_empty() {
+            self.release_collisions();
+        }
+        self.batch.len()
+    }
+
+    /// The positions of the batch handed out by [`Search::gather`], in order.
+    pub fn batch(&self) -> impl ExactSizeIterator<Item = &Position> + '_ {
+        self.batch.iter().map(|p| &p.pos)
+    }
+
+    /// What `pos` is without the network: game over (by the rules or the ply cap) or a
+    /// forced win found by the mate search; `None` when it needs an evaluation. Takes `&self`
+    /// so that a batch's leaves can be classified on several threads.
+    pub fn classify(&self, pos: &Position) -> Option<Verdict> {
+        self.classify_leaf(pos)
+    }
+
+    /// Takes the results of the batch from [`Search::gather`], one per position and in its
+    /// order, and backs them up. A result missing at the end (a short evaluator) is taken as
+    /// uniform priors and a draw, as [`Search::run`] does, rather than lost.
+    pub fn supply_batch(&mut self, results: impl IntoIterator<Item = LeafResult>) {
+        let batch = std::mem::take(&mut self.batch);
+        let mut results = results.into_iter();
+        for pending in batch {
+            let leaf = *pending.path.last().expect("paths start at the root") as usize;
+            let value = match results.next() {
+                Some(LeafResult::Known(v)) => self.settle(leaf, (v.kind, v.value)),
+                Some(LeafResult::Evaluated(eval)) => self.expand(leaf, &eval, &pending.pos),
+                None => self.expand(leaf, &uniform_evaluation(&pending.pos), &pending.pos),
+            };
+            self.backup_in_flight(&pending.path, value);
+            if pending.simulation {
+                self.done += 1;
+            }
+        }
+        self.release_collisions();
+    }
+
+    /// Undoes the virtual loss of collided descents.
+    fn release_collisions(&mut self) {
+        for path in std::mem::take(&mut self.collisions) {
+            for &i in &path {
+                self.nodes[i as usize].in_flight -= 1;
+            }
+        }
+    }
+
+    /// Drops a batch handed out and not supplied: its leaves become plain leaves again.
+    fn abandon_batch(&mut self) {
+        for pending in std::mem::take(&mut self.batch) {
+            for &i in &pending.path {
+                self.nodes[i as usize].in_flight -= 1;
+            }
+            let leaf = *pending.path.last().expect("paths start at the root") as usize;
+            self.nodes[leaf].kind = Kind::Leaf;
+        }
+        self.release_collisions();
+    }
+
+    /// Walks from the root to a node without children, choosing as [`Search::descend`] does
+    /// with the batch's virtual losses counted, and puts one descent in flight on the path.
+    fn descend_virtual(&mut self) -> (Vec<u32>, Position) {
+        let mut pos = self.root_pos.clone();
+        let mut path = vec![ROOT as u32];
+        let mut node = ROOT;
+        while self.nodes[node].kind == Kind::Expanded {
+            let child = match self.config.variant {
+                SearchVariant::Puct(p) => self.select_puct(node, &p),
+                SearchVariant::Gumbel(g) if node == ROOT => self.select_gumbel_root(&g),
+                SearchVariant::Gumbel(g) => self.select_gumbel_interior(node, &g),
+            };
+            pos.play(self.nodes[child].mv);
+            path.push(child as u32);
+            node = child;
+        }
+        // Counted once the walk is over, so that a walk sees only the other descents.
+        for &i in &path {
+            self.nodes[i as usize].in_flight += 1;
+        }
+        self.max_depth = self.max_depth.max(path.len() as u32 - 1);
+        (path, pos)
     }
 
     /// Runs simulations until one needs an evaluation or the budget is spent. Calling it
     /// again before [`Search::supply`] hands out the same position.
     pub fn step<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Step<'_> {
+        self.abandon_batch();
         while self.pending.is_none() {
             match self.nodes[ROOT].kind {
-                Kind::Terminal | Kind::Won => return Step::Done,
+                Kind::Terminal | Kind::Won | Kind::InFlight => return Step::Done,
                 Kind::Leaf => {
                     if let Some(known) = self.classify_leaf(&self.root_pos) {
-                        self.settle(ROOT, known);
+                        self.settle(ROOT, (known.kind, known.value));
                         return Step::Done;
                     }
                     self.pending = Some(Pending {
@@ -389,7 +632,9 @@ impl Search {
         let child = self.nodes[ROOT]
             .children()
             .find(|&c| self.nodes[c].mv == mv);
+        self.abandon_batch();
         self.root_pos.play(mv);
+        self.root_wdl = None;
         self.nodes = match child {
             Some(c) if self.config.reuse_tree => self.subtree(c),
             _ => vec![Node::leaf(placeholder_move(), 1.0)],
@@ -468,10 +713,11 @@ impl Search {
                     let v = self.nodes[node].raw_value;
                     return (path, pos, Some(v));
                 }
-                Kind::Leaf => {
+                Kind::Leaf | Kind::InFlight => {
                     let value = self
                         .classify_leaf(&pos)
-                        .map(|known| self.settle(node, known));
+                        .map(|known| self.settle(node, (known.kind, known.value)));
+                    self.max_depth = self.max_depth.max(path.len() as u32 - 1);
                     return (path, pos, value);
                 }
                 Kind::Expanded => {
@@ -491,11 +737,17 @@ impl Search {
     /// What an unevaluated position is without the network: terminal (by the rules or the
     /// ply cap) or won (a forced mate), with its value; `None` when it needs an evaluation.
     /// One place for the root and the nodes below it, so both end games alike.
-    fn classify_leaf(&self, pos: &Position) -> Option<(Kind, f32)> {
+    fn classify_leaf(&self, pos: &Position) -> Option<Verdict> {
         if let Some(outcome) = pos.outcome_with_ply_cap(self.config.ply_cap()) {
-            Some((Kind::Terminal, outcome_value(&outcome, pos.side_to_move())))
+            Some(Verdict {
+                kind: Kind::Terminal,
+                value: outcome_value(&outcome, pos.side_to_move()),
+            })
         } else if self.mate(pos).is_some() {
-            Some((Kind::Won, 1.0))
+            Some(Verdict {
+                kind: Kind::Won,
+                value: 1.0,
+            })
         } else {
             None
         }
@@ -542,12 +794,23 @@ impl Search {
         for c in children.iter_mut() {
             c.prior = if sum > 0.0 { c.prior / sum } else { uniform };
         }
+        if leaf == ROOT {
+            self.root_wdl = Some(eval.wdl);
+        }
         let node = &mut self.nodes[leaf];
         node.first_child = first as u32;
         node.num_children = eval.priors.len() as u32;
         node.kind = Kind::Expanded;
         node.raw_value = value;
         value
+    }
+
+    /// [`Search::backup`] of a descent that was in flight: its virtual loss is taken back.
+    fn backup_in_flight(&mut self, path: &[u32], leaf_value: f32) {
+        for &i in path {
+            self.nodes[i as usize].in_flight -= 1;
+        }
+        self.backup(path, leaf_value);
     }
 
     fn backup(&mut self, path: &[u32], leaf_value: f32) {
@@ -567,12 +830,12 @@ impl Search {
     /// PUCT with first-play urgency reduction.
     fn select_puct(&self, node: usize, c: &PuctConfig) -> usize {
         let parent = &self.nodes[node];
-        let sqrt_n = (parent.visits.max(1) as f32).sqrt();
+        let sqrt_n = (parent.started().max(1) as f32).sqrt();
         let parent_q = parent.value_sum / parent.visits.max(1) as f32;
         let children = parent.children();
         let visited_policy: f32 = self.nodes[children.clone()]
             .iter()
-            .filter(|n| n.visits > 0)
+            .filter(|n| n.started() > 0)
             .map(|n| n.prior)
             .sum();
         let fpu = parent_q - c.fpu_reduction * visited_policy.sqrt();
@@ -580,8 +843,8 @@ impl Search {
         let mut best_score = f32::NEG_INFINITY;
         for i in children {
             let child = &self.nodes[i];
-            let q = child.q().unwrap_or(fpu);
-            let u = c.c_puct * child.prior * sqrt_n / (1.0 + child.visits as f32);
+            let q = child.q_virtual().unwrap_or(fpu);
+            let u = c.c_puct * child.prior * sqrt_n / (1.0 + child.started() as f32);
             let score = q + u;
             if score > best_score {
                 best_score = score;
