@@ -1,25 +1,29 @@
-//! One search driven in batches of leaves, for play: the leaves of a batch are classified
-//! (the mate search) and evaluated on several threads, while the tree itself is only touched
-//! by the calling thread between batches, so it needs no locks.
+//! One search driven in batches of leaves, for play: while worker threads classify (the mate
+//! search) and evaluate batches already handed out, the calling thread gathers the next ones
+//! under virtual loss and backs up those that come back. The tree is only touched by the
+//! calling thread, so it needs no locks.
 //!
 //! lc0 and KataGo both feed their networks batches gathered under virtual loss; this is the
-//! single-gatherer form of that (lc0's default): the tree walk is a small part of a
-//! simulation next to the network and the mate search, which are what the threads share.
+//! single-gatherer form of that (lc0's default), with one batch per worker in flight so that
+//! a worker never waits for another (`docs/experiments.md`, "The engine", measured splitting
+//! one batch over the threads).
+
+use std::sync::mpsc;
 
 use rand::Rng;
-use rayon::prelude::*;
 use rayon::ThreadPool;
 use yari_rules::Position;
 
 use crate::eval::Evaluator;
-use crate::mcts::{LeafResult, Search, SearchError, SearchResult};
+use crate::mcts::{Classifier, LeafResult, Search, SearchError, SearchResult};
 
 /// How a batched search spreads its work.
 #[derive(Clone, Copy, Debug)]
 pub struct Batching<'p> {
-    /// Leaves gathered per batch (1: exactly the one-leaf search of [`Search::run`]).
+    /// Leaves per batch (1: exactly the one-leaf search of [`Search::run`]).
     pub leaves: usize,
-    /// Threads that classify and evaluate a batch's leaves; `None`: the calling thread alone.
+    /// Workers that classify and evaluate batches, one batch each in flight; `None`: the
+    /// calling thread alone, one batch at a time.
     pub pool: Option<&'p ThreadPool>,
 }
 
@@ -42,68 +46,43 @@ pub enum Control {
     Stop,
 }
 
-/// Classifies and evaluates the leaves of the batch `search` handed out, in its order: each
-/// thread takes a contiguous share, runs the mate search on each leaf and evaluates the rest
-/// of its share in one evaluator call.
-pub fn evaluate_batch(
-    search: &Search,
+/// Classifies `positions` and evaluates those the classifier leaves open in one evaluator
+/// call; the results in the positions' order (cut short where the evaluator answered short).
+pub fn evaluate_leaves(
+    classifier: &Classifier,
     evaluator: &dyn Evaluator,
-    pool: Option<&ThreadPool>,
+    positions: &[Position],
 ) -> Vec<LeafResult> {
-    let positions: Vec<&Position> = search.batch().collect();
-    let share = |chunk: &[&Position]| -> Vec<LeafResult> {
-        let verdicts: Vec<_> = chunk.iter().map(|p| search.classify(p)).collect();
-        let live: Vec<&Position> = chunk
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.is_none())
-            .map(|(p, _)| *p)
-            .collect();
-        let mut evaluations = if live.is_empty() {
-            Vec::new()
-        } else {
-            evaluator.evaluate(&live)
-        }
-        .into_iter();
-        let mut out = Vec::with_capacity(chunk.len());
-        for verdict in verdicts {
-            match verdict {
-                Some(v) => out.push(LeafResult::Known(v)),
-                // A short answer from the evaluator ends the share here; supply_batch takes
-                // what is missing as uniform.
-                None => match evaluations.next() {
-                    Some(e) => out.push(LeafResult::Evaluated(e)),
-                    None => break,
-                },
-            }
-        }
-        out
-    };
-    match pool {
-        Some(pool) if positions.len() > 1 && pool.current_num_threads() > 1 => {
-            let threads = pool.current_num_threads();
-            let chunk = positions.len().div_ceil(threads);
-            let shares: Vec<Vec<LeafResult>> =
-                pool.install(|| positions.par_chunks(chunk).map(share).collect());
-            let mut out = Vec::with_capacity(positions.len());
-            for (s, expected) in shares.into_iter().zip(positions.chunks(chunk)) {
-                let complete = s.len() == expected.len();
-                out.extend(s);
-                if !complete {
-                    // Keep later shares in their places: what follows a gap would shift.
-                    break;
-                }
-            }
-            out
-        }
-        _ => share(&positions),
+    let verdicts: Vec<_> = positions.iter().map(|p| classifier.classify(p)).collect();
+    let live: Vec<&Position> = positions
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, v)| v.is_none())
+        .map(|(p, _)| p)
+        .collect();
+    let mut evaluations = match live.is_empty() {
+        true => Vec::new(),
+        false => evaluator.evaluate(&live),
     }
+    .into_iter();
+    let mut out = Vec::with_capacity(positions.len());
+    for verdict in verdicts {
+        match verdict {
+            Some(v) => out.push(LeafResult::Known(v)),
+            // supply_batch takes what is missing as uniform.
+            None => match evaluations.next() {
+                Some(e) => out.push(LeafResult::Evaluated(e)),
+                None => break,
+            },
+        }
+    }
+    out
 }
 
 impl Search {
     /// Searches `simulations` simulations in batches; `control` is asked after each batch
-    /// whether to go on. With `batching.leaves == 1` and no pool this is [`Search::run`]'s
-    /// search, simulation for simulation.
+    /// comes back whether to go on. With `batching.leaves == 1` and no pool this is
+    /// [`Search::run`]'s search, simulation for simulation.
     pub fn run_batched<R: Rng + ?Sized>(
         &mut self,
         evaluator: &dyn Evaluator,
@@ -114,16 +93,72 @@ impl Search {
         mut control: impl FnMut(&Search) -> Control,
     ) -> Result<SearchResult, SearchError> {
         self.start(simulations, noise)?;
-        while !self.finished() {
-            if self.gather(rng, batching.leaves) > 0 {
-                let results = evaluate_batch(self, evaluator, batching.pool);
-                self.supply_batch(results);
+        let classifier = self.classifier();
+        let leaves = batching.leaves.max(1);
+        let stop_now = |s: &mut Search, control: &mut dyn FnMut(&Search) -> Control| {
+            let stop = control(s) == Control::Stop && s.root_evaluated();
+            if stop {
+                s.stop();
             }
-            if control(self) == Control::Stop && self.root_evaluated() {
-                self.stop();
-                break;
+            stop
+        };
+        let Some(pool) = batching.pool else {
+            while !self.finished() {
+                if let Some(id) = self.gather(rng, leaves) {
+                    let positions: Vec<Position> = self.batch(id).cloned().collect();
+                    let results = evaluate_leaves(&classifier, evaluator, &positions);
+                    self.supply_batch(id, results);
+                }
+                if stop_now(self, &mut control) {
+                    break;
+                }
             }
-        }
+            return Ok(self.result());
+        };
+        let workers = pool.current_num_threads().max(1);
+        pool.in_place_scope(|scope| -> Result<(), SearchError> {
+            let (done_tx, done_rx) = mpsc::channel();
+            let mut in_flight = 0;
+            loop {
+                while in_flight < workers {
+                    let Some(id) = self.gather(rng, leaves) else {
+                        break;
+                    };
+                    let positions: Vec<Position> = self.batch(id).cloned().collect();
+                    let done_tx = done_tx.clone();
+                    scope.spawn(move |_| {
+                        // A panic in the evaluator is reported, not left to hang the
+                        // gatherer waiting for this batch.
+                        let results =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                evaluate_leaves(&classifier, evaluator, &positions)
+                            }));
+                        // The receiver is gone only when the search has already stopped.
+                        let _ = done_tx.send((id, results.ok()));
+                    });
+                    in_flight += 1;
+                }
+                if in_flight == 0 {
+                    if self.finished() {
+                        break;
+                    }
+                } else {
+                    let (id, results) = done_rx.recv().expect("the gatherer holds a sender");
+                    in_flight -= 1;
+                    match results {
+                        Some(results) => self.supply_batch(id, results),
+                        None => {
+                            self.stop();
+                            return Err(SearchError::EvaluatorPanicked);
+                        }
+                    }
+                }
+                if stop_now(self, &mut control) {
+                    break;
+                }
+            }
+            Ok(())
+        })?;
         Ok(self.result())
     }
 }

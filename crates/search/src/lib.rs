@@ -22,14 +22,18 @@
 
 pub mod batched;
 pub mod config;
+pub mod engine;
 pub mod eval;
 pub mod mcts;
 mod noise;
 
-pub use batched::{evaluate_batch, Batching, Control};
+pub use batched::{evaluate_leaves, Batching, Control};
 pub use config::{ConfigError, GumbelConfig, PuctConfig, SearchConfig, SearchVariant};
+pub use engine::{
+    Budget, Clock, Engine, EngineError, EngineOptions, Thought, TimeLimits, DEFAULT_SIMULATIONS,
+};
 pub use eval::{Evaluation, Evaluator, UniformEvaluator};
 pub use mcts::{
-    choose_move, search_move, LeafResult, Limits, MoveStats, Search, SearchError, SearchResult,
-    Step, Verdict, MAX_SIMULATIONS,
+    choose_move, search_move, BatchId, Classifier, LeafResult, Limits, MoveStats, PvLine, Search,
+    SearchError, SearchResult, Step, Verdict, MAX_SIMULATIONS,
 };

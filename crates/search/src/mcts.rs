@@ -40,6 +40,8 @@ pub enum SearchError {
     IllegalMove { mv: String, fen: String },
     #[error("simulation budget {0} exceeds the maximum of {MAX_SIMULATIONS}")]
     TooManySimulations(u32),
+    #[error("the evaluator panicked on a search thread")]
+    EvaluatorPanicked,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,6 +194,16 @@ pub struct SearchResult {
     pub terminal: Option<Outcome>,
 }
 
+/// One root move's line of play ([`Search::lines`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PvLine {
+    /// Mean value for the side to move at the root after this line's first move.
+    pub value: f32,
+    pub visits: u32,
+    /// The move, then the most visited replies.
+    pub pv: Vec<Move>,
+}
+
 /// What [`Search::step`] needs next.
 #[derive(Debug)]
 pub enum Step<'a> {
@@ -233,15 +245,77 @@ pub struct Search {
     gumbel_temperature: f32,
     /// Scratch for improved-policy computations.
     scratch: Vec<f32>,
-    /// The leaves handed out by [`Search::gather`], in order.
-    batch: Vec<Pending>,
-    /// Paths of this batch's descents that met a leaf already in flight: their virtual loss
-    /// stays until the batch is supplied, so that the following descents turn elsewhere.
-    collisions: Vec<Vec<u32>>,
+    /// The batches handed out by [`Search::gather`] and not supplied yet.
+    batches: Vec<InFlightBatch>,
+    /// The id of the next batch.
+    next_batch: u64,
     /// Deepest descent of the current search, in plies from the root.
     max_depth: u32,
+    /// Leaves in the batch supplied last.
+    last_batch: usize,
+    /// Positions the evaluator evaluated for this search (the root's own included).
+    evaluations: u32,
     /// The evaluator's win/draw/loss at the root, once evaluated.
     root_wdl: Option<[f32; 3]>,
+}
+
+/// Names a batch of leaves handed out by [`Search::gather`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BatchId(u64);
+
+struct InFlightBatch {
+    id: BatchId,
+    leaves: Vec<Pending>,
+    /// Descents that met a leaf already in flight: their virtual loss stays until this batch
+    /// is supplied, so that the following descents turn elsewhere.
+    collisions: Vec<Vec<u32>>,
+}
+
+/// Settles positions without the network: the rules (and the ply cap) and the mate search
+/// of a search's settings ([`Search::classifier`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Classifier {
+    ply_cap: Option<usize>,
+    mate_search_plies: u32,
+}
+
+impl Classifier {
+    /// What `pos` is without the network: game over or a forced win; `None` when it needs
+    /// an evaluation.
+    pub fn classify(&self, pos: &Position) -> Option<Verdict> {
+        if let Some(outcome) = pos.outcome_with_ply_cap(self.ply_cap) {
+            Some(Verdict {
+                kind: Kind::Terminal,
+                value: outcome_value(&outcome, pos.side_to_move()),
+            })
+        } else if self.mate(pos).is_some() {
+            Some(Verdict {
+                kind: Kind::Won,
+                value: 1.0,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The first move of a forced mate in `pos` within the mate search, and within the ply
+    /// cap: a mate the cap would cut off is no win.
+    fn mate(&self, pos: &Position) -> Option<Move> {
+        let mut plies = self.mate_search_plies;
+        if let Some(cap) = self.ply_cap {
+            let left = cap.saturating_sub(pos.plies_played()).min(plies as usize) as u32;
+            // Mates take an odd number of plies.
+            plies = if left % 2 == 1 {
+                left
+            } else {
+                left.saturating_sub(1)
+            };
+        }
+        match plies {
+            0 => None,
+            plies => pos.forced_mate(plies),
+        }
+    }
 }
 
 /// What a position handed out by [`Search::gather`] turned out to be: known without the
@@ -275,9 +349,11 @@ impl Search {
             pending: None,
             gumbel_temperature: 1.0,
             scratch: Vec::new(),
-            batch: Vec::new(),
-            collisions: Vec::new(),
+            batches: Vec::new(),
+            next_batch: 0,
             max_depth: 0,
+            last_batch: 0,
+            evaluations: 0,
             root_wdl: None,
         })
     }
@@ -312,7 +388,7 @@ impl Search {
         if simulations > MAX_SIMULATIONS {
             return Err(SearchError::TooManySimulations(simulations));
         }
-        self.abandon_batch();
+        self.abandon_batches();
         self.target = simulations;
         self.done = 0;
         self.noise = noise;
@@ -320,6 +396,7 @@ impl Search {
         self.gumbel = None;
         self.pending = None;
         self.max_depth = 0;
+        self.evaluations = 0;
         Ok(())
     }
 
@@ -332,6 +409,110 @@ impl Search {
     /// (not at a root settled by the rules or the mate search).
     pub fn root_wdl(&self) -> Option<[f32; 3]> {
         self.root_wdl
+    }
+
+    /// The `n` most visited root moves (most visited first), each with its mean value for
+    /// the side to move, its visits and its principal variation (UCI's `MultiPV`).
+    pub fn lines(&self, n: usize) -> Vec<PvLine> {
+        let root = &self.nodes[ROOT];
+        if root.kind != Kind::Expanded {
+            return Vec::new();
+        }
+        let mut children: Vec<usize> = root
+            .children()
+            .filter(|&c| self.nodes[c].visits > 0)
+            .collect();
+        let key = |i: usize| {
+            let c = &self.nodes[i];
+            (c.visits, c.q().unwrap_or(-2.0))
+        };
+        children.sort_by(|&a, &b| {
+            key(b)
+                .partial_cmp(&key(a))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        children
+            .into_iter()
+            .take(n)
+            .map(|c| {
+                let mut pv = vec![self.nodes[c].mv];
+                let mut node = c;
+                while self.nodes[node].kind == Kind::Expanded {
+                    let next = self.most_visited(node);
+                    if self.nodes[next].visits == 0 {
+                        break;
+                    }
+                    pv.push(self.nodes[next].mv);
+                    node = next;
+                }
+                PvLine {
+                    value: self.nodes[c].q().unwrap_or(0.0),
+                    visits: self.nodes[c].visits,
+                    pv,
+                }
+            })
+            .collect()
+    }
+
+    /// Positions the evaluator evaluated for the current search: the simulations that were
+    /// not settled by the rules or the mate search, and the root's own evaluation.
+    pub fn evaluations(&self) -> u32 {
+        self.evaluations
+    }
+
+    /// Leaves in the batch [`Search::supply_batch`] took last.
+    pub fn last_batch_len(&self) -> usize {
+        self.last_batch
+    }
+
+    /// Visits of the most visited and the second most visited root moves.
+    fn top_two_visits(&self) -> (u32, u32) {
+        let root = &self.nodes[ROOT];
+        if root.kind != Kind::Expanded {
+            return (0, 0);
+        }
+        let mut top = (0, 0);
+        for c in &self.nodes[root.children()] {
+            if c.visits > top.0 {
+                top = (c.visits, top.0);
+            } else if c.visits > top.1 {
+                top.1 = c.visits;
+            }
+        }
+        top
+    }
+
+    /// Whether the move the search would play now stays the one it plays after
+    /// `simulations_left` more simulations: its lead in visits is larger (PUCT plays the most
+    /// visited move; a Gumbel root is never settled early). lc0's "smart pruning".
+    pub fn best_is_settled(&self, simulations_left: f64) -> bool {
+        if self.config.variant.is_gumbel() || !self.root_evaluated() {
+            return false;
+        }
+        if self.nodes[ROOT].num_children == 1 {
+            return true;
+        }
+        let (first, second) = self.top_two_visits();
+        first > 0 && (first - second) as f64 > simulations_left
+    }
+
+    /// Whether the search has not made up its mind: a runner-up with more than half the
+    /// visits of the most visited move, or a better mean value than it. Time management
+    /// thinks longer then.
+    pub fn is_contested(&self) -> bool {
+        let root = &self.nodes[ROOT];
+        if root.kind != Kind::Expanded || root.num_children < 2 {
+            return false;
+        }
+        let best = self.most_visited(ROOT);
+        let (first, second) = self.top_two_visits();
+        if second * 2 > first {
+            return true;
+        }
+        let best_q = self.nodes[best].q().unwrap_or(-1.0);
+        self.nodes[root.children()]
+            .iter()
+            .any(|c| c.visits * 4 >= first && c.q().is_some_and(|q| q > best_q + 0.05))
     }
 
     /// Whether the root has been evaluated (or settled), so that there is a move to play.
@@ -347,7 +528,7 @@ impl Search {
         match self.nodes[ROOT].kind {
             Kind::Terminal | Kind::Won => true,
             Kind::Leaf | Kind::InFlight => false,
-            Kind::Expanded => self.done >= self.target && self.batch.is_empty(),
+            Kind::Expanded => self.done >= self.target && self.batches.is_empty(),
         }
     }
 
@@ -366,46 +547,51 @@ impl Search {
     /// Ends the current search now, as if its budget were spent (deadlines, node limits).
     /// A batch handed out and not supplied is dropped, its virtual losses undone.
     pub fn stop(&mut self) {
-        self.abandon_batch();
+        self.abandon_batches();
         self.target = self.done;
         self.pending = None;
     }
 
     /// Hands out up to `max_leaves` positions to evaluate together, by descents that each
-    /// count as a loss along their path until supplied (virtual loss), so that one batch
-    /// spreads over the tree; returns how many. Positions whose value is known (game over,
-    /// or a settled mate found earlier) are backed up on the way and count as simulations.
+    /// count as a loss along their path until supplied (virtual loss), so that a batch
+    /// spreads over the tree; returns the batch's id, or `None` when no leaf can be handed
+    /// out now (the budget is spent or taken by batches in flight, the root is being
+    /// evaluated, or only known positions were reached). Positions whose value is known (game
+    /// over, or a mate found earlier) are backed up on the way and count as simulations.
     ///
-    /// The leaves are unclassified: the caller runs [`Search::classify`] on each (the mate
-    /// search, the costly part, so on as many threads as it likes) and evaluates the rest,
-    /// then hands the results to [`Search::supply_batch`] in the same order. With
-    /// `max_leaves` 1 the search is exactly [`Search::step`]'s. Gumbel search takes one leaf
-    /// at a time: its root plan counts simulations one by one.
+    /// Several batches may be in flight at once, each supplied when its results are in
+    /// ([`Search::supply_batch`]), so that one thread gathers while others evaluate. The
+    /// leaves are unclassified: the caller runs the [`Classifier`] on each (the mate search)
+    /// and evaluates the rest. One leaf at a time, this is exactly [`Search::step`]'s
+    /// search. Gumbel search takes one leaf at a time and one batch at a time: its root plan
+    /// counts simulations one by one.
     ///
-    /// A descent that reaches a leaf already in the batch (a collision) keeps its virtual
-    /// loss until the batch is supplied; gathering ends after `max_leaves` collisions, and
-    /// after a bounded number of descents so that a call returns promptly even in a tree
-    /// whose every leaf is known (then it may return 0 with the search unfinished).
-    pub fn gather<R: Rng + ?Sized>(&mut self, rng: &mut R, max_leaves: usize) -> usize {
-        if !self.batch.is_empty() {
-            return self.batch.len();
-        }
+    /// A descent that reaches a leaf already in flight (a collision) keeps its virtual loss
+    /// until the batch is supplied; gathering ends after `max_leaves` collisions, and after a
+    /// bounded number of descents so that a call returns promptly.
+    pub fn gather<R: Rng + ?Sized>(&mut self, rng: &mut R, max_leaves: usize) -> Option<BatchId> {
         self.pending = None;
+        let id = BatchId(self.next_batch);
         match self.nodes[ROOT].kind {
-            Kind::Terminal | Kind::Won | Kind::InFlight => return 0,
+            Kind::Terminal | Kind::Won | Kind::InFlight => return None,
             Kind::Leaf => {
                 if let Some(known) = self.classify_leaf(&self.root_pos) {
                     self.settle(ROOT, (known.kind, known.value));
-                    return 0;
+                    return None;
                 }
                 self.nodes[ROOT].kind = Kind::InFlight;
                 self.nodes[ROOT].in_flight += 1;
-                self.batch.push(Pending {
-                    path: vec![ROOT as u32],
-                    pos: self.root_pos.clone(),
-                    simulation: false,
+                self.next_batch += 1;
+                self.batches.push(InFlightBatch {
+                    id,
+                    leaves: vec![Pending {
+                        path: vec![ROOT as u32],
+                        pos: self.root_pos.clone(),
+                        simulation: false,
+                    }],
+                    collisions: Vec::new(),
                 });
-                return 1;
+                return Some(id);
             }
             Kind::Expanded => {}
         }
@@ -413,18 +599,19 @@ impl Search {
             self.prepare_root(rng);
         }
         let max_leaves = match self.config.variant {
+            SearchVariant::Gumbel(_) if !self.batches.is_empty() => return None,
             SearchVariant::Gumbel(_) => 1,
             SearchVariant::Puct(_) => max_leaves.max(1),
         };
+        let mut leaves = Vec::new();
+        let mut collisions = Vec::new();
+        let mut started = self.done as usize + self.leaves_in_flight();
         let mut descents = 0;
-        while self.batch.len() < max_leaves
-            && self.collisions.len() < max_leaves
+        while leaves.len() < max_leaves
+            && collisions.len() < max_leaves
             && descents < 4 * max_leaves + 64
+            && started < self.target as usize
         {
-            let started = self.done as usize + self.batch.len();
-            if started >= self.target as usize {
-                break;
-            }
             descents += 1;
             let (path, pos) = self.descend_virtual();
             let leaf = *path.last().expect("paths start at the root") as usize;
@@ -433,48 +620,76 @@ impl Search {
                     let value = self.nodes[leaf].raw_value;
                     self.backup_in_flight(&path, value);
                     self.done += 1;
+                    started += 1;
                 }
-                Kind::InFlight => self.collisions.push(path),
+                Kind::InFlight => collisions.push(path),
                 Kind::Leaf => {
                     self.nodes[leaf].kind = Kind::InFlight;
-                    self.batch.push(Pending {
+                    leaves.push(Pending {
                         path,
                         pos,
                         simulation: true,
                     });
+                    started += 1;
                 }
                 Kind::Expanded => unreachable!("descents end at a node without children"),
             }
         }
-        if self.batch.is_empty() {
-            self.release_collisions();
+        let batch = InFlightBatch {
+            id,
+            leaves,
+            collisions,
+        };
+        if batch.leaves.is_empty() {
+            self.release(batch);
+            return None;
         }
-        self.batch.len()
+        self.next_batch += 1;
+        self.batches.push(batch);
+        Some(id)
     }
 
-    /// The positions of the batch handed out by [`Search::gather`], in order.
-    pub fn batch(&self) -> impl ExactSizeIterator<Item = &Position> + '_ {
-        self.batch.iter().map(|p| &p.pos)
+    /// Leaves handed out by [`Search::gather`] and not supplied yet, over all batches.
+    pub fn leaves_in_flight(&self) -> usize {
+        self.batches.iter().map(|b| b.leaves.len()).sum()
     }
 
-    /// What `pos` is without the network: game over (by the rules or the ply cap) or a
-    /// forced win found by the mate search; `None` when it needs an evaluation. Takes `&self`
-    /// so that a batch's leaves can be classified on several threads.
-    pub fn classify(&self, pos: &Position) -> Option<Verdict> {
-        self.classify_leaf(pos)
+    /// The positions of batch `id`, in order (none once it is supplied or dropped).
+    pub fn batch(&self, id: BatchId) -> impl Iterator<Item = &Position> + '_ {
+        self.batches
+            .iter()
+            .filter(move |b| b.id == id)
+            .flat_map(|b| b.leaves.iter().map(|p| &p.pos))
     }
 
-    /// Takes the results of the batch from [`Search::gather`], one per position and in its
-    /// order, and backs them up. A result missing at the end (a short evaluator) is taken as
-    /// uniform priors and a draw, as [`Search::run`] does, rather than lost.
-    pub fn supply_batch(&mut self, results: impl IntoIterator<Item = LeafResult>) {
-        let batch = std::mem::take(&mut self.batch);
+    /// What a handed-out position is without the network; owned, so that it can run on any
+    /// thread while the tree grows.
+    pub fn classifier(&self) -> Classifier {
+        Classifier {
+            ply_cap: self.config.ply_cap(),
+            mate_search_plies: self.config.mate_search_plies,
+        }
+    }
+
+    /// Takes the results of batch `id`, one per position and in its order, and backs them
+    /// up. A result missing at the end (a short evaluator) is taken as uniform priors and a
+    /// draw, as [`Search::run`] does, rather than lost. An unknown id (a batch dropped by
+    /// [`Search::stop`]) is ignored.
+    pub fn supply_batch(&mut self, id: BatchId, results: impl IntoIterator<Item = LeafResult>) {
+        let Some(at) = self.batches.iter().position(|b| b.id == id) else {
+            return;
+        };
+        let mut batch = self.batches.swap_remove(at);
+        self.last_batch = batch.leaves.len();
         let mut results = results.into_iter();
-        for pending in batch {
+        for pending in std::mem::take(&mut batch.leaves) {
             let leaf = *pending.path.last().expect("paths start at the root") as usize;
             let value = match results.next() {
                 Some(LeafResult::Known(v)) => self.settle(leaf, (v.kind, v.value)),
-                Some(LeafResult::Evaluated(eval)) => self.expand(leaf, &eval, &pending.pos),
+                Some(LeafResult::Evaluated(eval)) => {
+                    self.evaluations += 1;
+                    self.expand(leaf, &eval, &pending.pos)
+                }
                 None => self.expand(leaf, &uniform_evaluation(&pending.pos), &pending.pos),
             };
             self.backup_in_flight(&pending.path, value);
@@ -482,28 +697,31 @@ impl Search {
                 self.done += 1;
             }
         }
-        self.release_collisions();
+        self.release(batch);
     }
 
-    /// Undoes the virtual loss of collided descents.
-    fn release_collisions(&mut self) {
-        for path in std::mem::take(&mut self.collisions) {
-            for &i in &path {
-                self.nodes[i as usize].in_flight -= 1;
-            }
-        }
-    }
-
-    /// Drops a batch handed out and not supplied: its leaves become plain leaves again.
-    fn abandon_batch(&mut self) {
-        for pending in std::mem::take(&mut self.batch) {
+    /// Undoes the virtual loss of a batch's remaining leaves (which become plain leaves
+    /// again) and of its collided descents.
+    fn release(&mut self, batch: InFlightBatch) {
+        for pending in batch.leaves {
             for &i in &pending.path {
                 self.nodes[i as usize].in_flight -= 1;
             }
             let leaf = *pending.path.last().expect("paths start at the root") as usize;
             self.nodes[leaf].kind = Kind::Leaf;
         }
-        self.release_collisions();
+        for path in batch.collisions {
+            for &i in &path {
+                self.nodes[i as usize].in_flight -= 1;
+            }
+        }
+    }
+
+    /// Drops every batch handed out and not supplied.
+    fn abandon_batches(&mut self) {
+        for batch in std::mem::take(&mut self.batches) {
+            self.release(batch);
+        }
     }
 
     /// Walks from the root to a node without children, choosing as [`Search::descend`] does
@@ -533,7 +751,7 @@ impl Search {
     /// Runs simulations until one needs an evaluation or the budget is spent. Calling it
     /// again before [`Search::supply`] hands out the same position.
     pub fn step<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Step<'_> {
-        self.abandon_batch();
+        self.abandon_batches();
         while self.pending.is_none() {
             match self.nodes[ROOT].kind {
                 Kind::Terminal | Kind::Won | Kind::InFlight => return Step::Done,
@@ -585,6 +803,7 @@ impl Search {
             return;
         };
         let leaf = *pending.path.last().expect("paths start at the root") as usize;
+        self.evaluations += 1;
         let value = self.expand(leaf, eval, &pending.pos);
         self.backup(&pending.path, value);
         if pending.simulation {
@@ -632,7 +851,7 @@ impl Search {
         let child = self.nodes[ROOT]
             .children()
             .find(|&c| self.nodes[c].mv == mv);
-        self.abandon_batch();
+        self.abandon_batches();
         self.root_pos.play(mv);
         self.root_wdl = None;
         self.nodes = match child {
@@ -738,19 +957,7 @@ impl Search {
     /// ply cap) or won (a forced mate), with its value; `None` when it needs an evaluation.
     /// One place for the root and the nodes below it, so both end games alike.
     fn classify_leaf(&self, pos: &Position) -> Option<Verdict> {
-        if let Some(outcome) = pos.outcome_with_ply_cap(self.config.ply_cap()) {
-            Some(Verdict {
-                kind: Kind::Terminal,
-                value: outcome_value(&outcome, pos.side_to_move()),
-            })
-        } else if self.mate(pos).is_some() {
-            Some(Verdict {
-                kind: Kind::Won,
-                value: 1.0,
-            })
-        } else {
-            None
-        }
+        self.classifier().classify(pos)
     }
 
     /// Records a [`Search::classify_leaf`] verdict on `node` and returns its value.
@@ -981,23 +1188,9 @@ impl Search {
             .expect("expanded nodes have children")
     }
 
-    /// The first move of a forced mate in `pos` within the configured mate search, and
-    /// within the ply cap: a mate the cap would cut off is no win.
+    /// The first move of a forced mate in `pos` within the configured mate search.
     fn mate(&self, pos: &Position) -> Option<Move> {
-        let mut plies = self.config.mate_search_plies;
-        if let Some(cap) = self.config.ply_cap() {
-            let left = cap.saturating_sub(pos.plies_played()).min(plies as usize) as u32;
-            // Mates take an odd number of plies.
-            plies = if left % 2 == 1 {
-                left
-            } else {
-                left.saturating_sub(1)
-            };
-        }
-        match plies {
-            0 => None,
-            plies => pos.forced_mate(plies),
-        }
+        self.classifier().mate(pos)
     }
 
     /// The result at a root with a forced mate: its first move is played and is the whole

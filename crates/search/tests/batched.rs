@@ -121,28 +121,74 @@ fn batches_spend_the_budget_and_keep_the_tree_sound() {
         .build()
         .unwrap();
     for pos in positions() {
-        for leaves in [2, 8, 32] {
-            let alone = batched(&pos, 300, Batching { leaves, pool: None });
-            let threads = batched(
-                &pos,
-                300,
-                Batching {
-                    leaves,
-                    pool: Some(&pool),
-                },
-            );
-            // Threads change who computes a leaf, never the search.
-            assert_eq!(alone, threads, "{} with {leaves} leaves", pos.fen());
-            let r = alone;
-            if r.pv.len() == 1 && r.root_value == 1.0 {
-                continue; // the root's mate was found before any simulation
+        for leaves in [1, 2, 8, 32] {
+            // On the calling thread, and with batches in flight on three workers (whose
+            // order of return, and so the search, varies from run to run).
+            for pool in [None, Some(&pool)] {
+                let r = batched(&pos, 300, Batching { leaves, pool });
+                let what = format!(
+                    "{} with {leaves} leaves, pool {}",
+                    pos.fen(),
+                    pool.is_some()
+                );
+                if r.pv.len() == 1 && r.root_value == 1.0 {
+                    continue; // the root's mate was found before any simulation
+                }
+                assert_eq!(r.simulations, 300, "{what}");
+                let visits: u32 = r.moves.iter().map(|m| m.visits).sum();
+                assert_eq!(
+                    visits, 300,
+                    "every simulation reaches one root move: {what}"
+                );
+                assert!(pos.is_legal(r.best_move.unwrap()), "{what}");
             }
-            assert_eq!(r.simulations, 300, "{}", pos.fen());
-            let visits: u32 = r.moves.iter().map(|m| m.visits).sum();
-            assert_eq!(visits, 300, "every simulation reaches one root move");
-            assert!(pos.is_legal(r.best_move.unwrap()));
         }
     }
+}
+
+/// An evaluator that fails on the third call.
+struct Failing(AtomicUsize);
+
+impl Evaluator for Failing {
+    fn evaluate(&self, positions: &[&Position]) -> Vec<Evaluation> {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 2 {
+            panic!("the network is gone");
+        }
+        UniformEvaluator.evaluate(positions)
+    }
+}
+
+#[test]
+fn a_panicking_evaluator_on_a_worker_is_an_error_not_a_hang() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let mut search = Search::new(Position::startpos(), config()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let batching = Batching {
+        leaves: 4,
+        pool: Some(&pool),
+    };
+    let failed = search.run_batched(
+        &Failing(AtomicUsize::new(0)),
+        1000,
+        false,
+        &mut rng,
+        batching,
+        |_| Control::Continue,
+    );
+    assert_eq!(
+        failed.unwrap_err(),
+        yari_search::SearchError::EvaluatorPanicked
+    );
+    // The tree is left consistent: it searches on with a working evaluator.
+    let r = search
+        .run_batched(&UniformEvaluator, 100, false, &mut rng, batching, |_| {
+            Control::Continue
+        })
+        .unwrap();
+    assert_eq!(r.simulations, 100);
 }
 
 #[test]
