@@ -41,12 +41,15 @@ pub(crate) fn factory(spec: &PlayerSpec) -> Result<Box<dyn PlayerFactory>, Playe
             path,
             sims,
             options,
-        } => Ok(Box::new(MctsFactory::new(
-            spec.name(),
-            imp::load_model(path)?,
-            *sims,
-            imp::with_options(imp::arena_search_config(), options),
-        ))),
+        } => Ok(Box::new(
+            MctsFactory::new(
+                spec.name(),
+                imp::load_model(path)?,
+                *sims,
+                imp::with_options(imp::arena_search_config(), options),
+            )
+            .with_batch(options.batch.unwrap_or(1)),
+        )),
         _ => Err(PlayerError::Other(format!(
             "{} is not an MCTS player",
             spec.name()
@@ -64,8 +67,7 @@ mod imp {
     use yari_model::eval::NetEvaluator;
     use yari_rules::Move;
     use yari_search::{
-        search_move, Evaluator, GumbelConfig, Limits, PuctConfig, Search, SearchConfig,
-        SearchVariant,
+        Batching, Control, Evaluator, GumbelConfig, PuctConfig, Search, SearchConfig, SearchVariant,
     };
 
     use crate::player::{GameView, Player, PlayerError, PlayerFactory};
@@ -131,6 +133,7 @@ mod imp {
         evaluator: Arc<dyn Evaluator>,
         sims: u32,
         config: SearchConfig,
+        batch: usize,
     }
 
     impl MctsFactory {
@@ -145,7 +148,14 @@ mod imp {
                 evaluator,
                 sims,
                 config,
+                batch: 1,
             }
+        }
+
+        /// Leaves per network call (1: one at a time).
+        pub fn with_batch(mut self, batch: usize) -> Self {
+            self.batch = batch.max(1);
+            self
         }
     }
 
@@ -163,6 +173,7 @@ mod imp {
                 evaluator: Arc::clone(&self.evaluator),
                 sims: self.sims.max(1),
                 config: self.config.clone(),
+                batch: self.batch,
                 rng: StdRng::seed_from_u64(0),
                 tree: None,
             }))
@@ -177,6 +188,7 @@ mod imp {
         evaluator: Arc<dyn Evaluator>,
         sims: u32,
         config: SearchConfig,
+        batch: usize,
         rng: StdRng,
         /// The last search and how many of the game's moves led to its root.
         tree: Option<(Search, usize)>,
@@ -209,29 +221,33 @@ mod imp {
         fn choose_move(&mut self, game: &GameView<'_>) -> Result<Move, PlayerError> {
             let name = self.name.clone();
             let error = |e: yari_search::SearchError| PlayerError::Other(format!("{name}: {e}"));
-            let limits = Limits::simulations(self.sims);
-            let result = if self.config.reuse_tree {
-                let mut search = match self.reused_tree(game) {
-                    Some(search) => search,
-                    None => {
-                        Search::new(game.position.clone(), self.config.clone()).map_err(error)?
-                    }
-                };
-                let result = search
-                    .run(&*self.evaluator, &limits, false, &mut self.rng)
-                    .map_err(error)?;
-                self.tree = Some((search, game.moves.len()));
-                result
-            } else {
-                search_move(
-                    &*self.evaluator,
-                    game.position,
-                    &self.config,
-                    &limits,
-                    &mut self.rng,
-                )
-                .map_err(error)?
+            // The engine's batched search on this game's thread (one leaf at a time unless
+            // the spec asks for a batch: exactly the search these players always had).
+            let batching = Batching {
+                leaves: self.batch,
+                pool: None,
             };
+            let mut search = match self.config.reuse_tree {
+                true => self.reused_tree(game),
+                false => None,
+            };
+            let mut search = match search.take() {
+                Some(search) => search,
+                None => Search::new(game.position.clone(), self.config.clone()).map_err(error)?,
+            };
+            let result = search
+                .run_batched(
+                    &*self.evaluator,
+                    self.sims,
+                    false,
+                    &mut self.rng,
+                    batching,
+                    |_| Control::Continue,
+                )
+                .map_err(error)?;
+            if self.config.reuse_tree {
+                self.tree = Some((search, game.moves.len()));
+            }
             result
                 .best_move
                 .ok_or_else(|| PlayerError::NoMove("search found no move".into()))

@@ -27,7 +27,8 @@
 //! urgency reduction), `reuse=0|1` (keep the subtree of the moves played for the next
 //! search), `mate=N` (plies of the leaf mate search), `gumbel=N` (Gumbel root search
 //! with sequential halving over N moves and no root noise; 0 is PUCT) and `pst=X` (softmax
-//! temperature of the network's priors), e.g.
+//! temperature of the network's priors), `batch=N` (N leaves per network call, gathered
+//! under virtual loss: the engine's batched search on the game's thread), e.g.
 //! `model[c_puct=2,reuse=0]:net.yari:1600`.
 
 use std::path::PathBuf;
@@ -120,6 +121,9 @@ pub struct SearchOptions {
     pub gumbel_considered: Option<usize>,
     /// Softmax temperature of the priors ([`yari_search::SearchConfig::policy_temperature`]).
     pub policy_temperature: Option<f32>,
+    /// Leaves per network call, gathered under virtual loss (the engine's batched search);
+    /// `None`: one at a time.
+    pub batch: Option<usize>,
 }
 
 impl SearchOptions {
@@ -176,6 +180,10 @@ impl SearchOptions {
                 "pst" => {
                     out.policy_temperature = Some(float(value, "pst", 0.1..=10.0, "in [0.1, 10]")?)
                 }
+                "batch" => {
+                    let n: usize = value.parse().map_err(|_| bad())?;
+                    out.batch = Some(in_range(spec, "batch", n, 1..=4096, "in 1..=4096")?);
+                }
                 _ => return Err(bad_option()),
             }
         }
@@ -202,6 +210,9 @@ impl SearchOptions {
         }
         if let Some(x) = self.policy_temperature {
             parts.push(format!("pst={x}"));
+        }
+        if let Some(x) = self.batch {
+            parts.push(format!("batch={x}"));
         }
         if parts.is_empty() {
             String::new()
@@ -457,7 +468,7 @@ mod tests {
             }
         );
         let spec = PlayerSpec::parse(
-            "model[c_puct=2.5, fpu=0, reuse=0, mate=1, gumbel=8, pst=1.5]:n.yari:800",
+            "model[c_puct=2.5, fpu=0, reuse=0, mate=1, gumbel=8, pst=1.5, batch=16]:n.yari:800",
         )
         .unwrap();
         assert_eq!(
@@ -472,12 +483,13 @@ mod tests {
                     mate_search_plies: Some(1),
                     gumbel_considered: Some(8),
                     policy_temperature: Some(1.5),
+                    batch: Some(16),
                 },
             }
         );
         assert_eq!(
             spec.name(),
-            "model[c_puct=2.5,fpu=0,reuse=0,mate=1,gumbel=8,pst=1.5]:n.yari:800"
+            "model[c_puct=2.5,fpu=0,reuse=0,mate=1,gumbel=8,pst=1.5,batch=16]:n.yari:800"
         );
         assert_eq!(PlayerSpec::parse(&spec.name()).unwrap(), spec);
         let PlayerSpec::Uci(c) = PlayerSpec::parse("uci:node 'my dir/uci.js' -x").unwrap() else {
