@@ -179,12 +179,16 @@ pub enum Command {
         /// Thinking time per engine move, in milliseconds.
         #[arg(long)]
         movetime: Option<u64>,
+        #[command(flatten)]
+        search: EngineArgs,
     },
     /// Run as a UCI engine (Fairy-Stockfish's dialect, variant yarishogi) on stdin/stdout.
     Uci {
         /// Network file (default: the shipped data/models/default.yari; `uniform` for none).
         #[arg(long)]
         model: Option<PathBuf>,
+        #[command(flatten)]
+        search: EngineArgs,
     },
     /// Measure speed.
     Bench {
@@ -233,6 +237,24 @@ pub enum BenchCommand {
         #[arg(long)]
         device_only: bool,
     },
+    /// The engine's nodes per second by threads and batch, next to the network's own
+    /// positions per second at the same batch and threads (the shipped network, or --model).
+    Search {
+        /// Network file (default: the shipped data/models/default.yari).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Thread counts to measure, comma-separated (default: 1 and every core).
+        #[arg(long, value_delimiter = ',')]
+        threads: Vec<usize>,
+        /// Leaves per thread and network call, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,4,8,16")]
+        batch: Vec<usize>,
+        /// Simulations per position.
+        #[arg(long, default_value_t = 4000)]
+        nodes: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// Perft leaves per second: start position depths 5 and 6, and a middle game with full hands.
     Perft {
         /// Print one JSON object instead of a table.
@@ -250,4 +272,28 @@ pub fn parse_pair(text: &str) -> std::result::Result<(f64, f64), String> {
         .ok_or_else(|| format!("expected two numbers like 0,50, got {text:?}"))?;
     let parse = |x: &str| x.trim().parse::<f64>().map_err(|e| format!("{x:?}: {e}"));
     Ok((parse(a)?, parse(b)?))
+}
+
+/// How the engine uses the machine (`yari play`, `yari uci`, `yari bench search`); UCI's
+/// `Threads` and `Batch` options change the same settings during a session.
+#[derive(clap::Args, Clone, Debug)]
+pub struct EngineArgs {
+    /// Search threads (default: every core).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=512))]
+    pub threads: Option<u32>,
+    /// Positions per network call and thread.
+    #[arg(long, default_value_t = yari_search::engine::DEFAULT_BATCH_PER_THREAD as u32,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub batch: u32,
+}
+
+impl EngineArgs {
+    pub fn options(&self) -> yari_search::EngineOptions {
+        let mut options = yari_search::EngineOptions::all_cores();
+        if let Some(t) = self.threads {
+            options.threads = t as usize;
+        }
+        options.batch_per_thread = self.batch as usize;
+        options
+    }
 }

@@ -4,6 +4,7 @@
 mod arena_cmd;
 mod args;
 mod bench_nn;
+mod bench_search;
 mod engine;
 mod export_cmd;
 mod learn_cmd;
@@ -134,6 +135,27 @@ fn main() -> Result<()> {
                 train_cmd::bench(json, yari_loop::RunConfig::load(config.as_deref())?.train)
             }
             BenchCommand::Perft { json, quick } => rules_cmd::bench_perft(json, quick),
+            BenchCommand::Search {
+                model,
+                threads,
+                batch,
+                nodes,
+                json,
+            } => {
+                let (evaluator, _) = engine::load_evaluator(model.as_deref())?;
+                let threads = match threads.is_empty() {
+                    true => {
+                        let all = yari_search::EngineOptions::all_cores().threads;
+                        if all > 1 {
+                            vec![1, all]
+                        } else {
+                            vec![1]
+                        }
+                    }
+                    false => threads,
+                };
+                bench_search::run(evaluator, threads, batch, nodes, json)
+            }
             BenchCommand::Nn {
                 batch,
                 json,
@@ -158,6 +180,7 @@ fn main() -> Result<()> {
             color,
             sims,
             movetime,
+            search,
         } => {
             let (evaluator, _) = engine::load_evaluator(model.as_deref())?;
             let person = if color == "black" {
@@ -166,23 +189,20 @@ fn main() -> Result<()> {
                 yari_rules::Color::White
             };
             let budget = match movetime {
-                Some(ms) => engine::Budget {
-                    simulations: None,
-                    movetime: Some(Duration::from_millis(ms)),
-                },
+                Some(ms) => engine::Budget::movetime(Duration::from_millis(ms)),
                 None => engine::Budget::simulations(sims.unwrap_or(engine::DEFAULT_SIMULATIONS)),
             };
             play_cmd::run(
-                &engine::Engine::new(evaluator),
+                &engine::engine(evaluator, search.options())?,
                 person,
                 budget,
                 &mut std::io::stdin().lock(),
                 &mut std::io::stdout(),
             )
         }
-        Command::Uci { model } => {
+        Command::Uci { model, search } => {
             let (evaluator, name) = engine::load_evaluator(model.as_deref())?;
-            uci_cmd::run(engine::Engine::new(evaluator), &name)
+            uci_cmd::run(evaluator, search.options(), &name)
         }
     }
 }

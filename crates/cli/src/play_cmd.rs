@@ -2,11 +2,12 @@
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use yari_rules::{Color, Move, Position, Role, Square, FILES, RANKS};
 
-use crate::engine::{Budget, Engine, Thought};
+use crate::engine::{pv_text, Budget, Engine, Thought};
 
 const HELP: &str = "Type a move (a3a4, b6b7+ to promote, P@c5 to drop) or a command:\n  \
 moves   list the legal moves\n  hint    ask the engine for a move\n  undo    take back your last move\n  \
@@ -74,7 +75,7 @@ fn describe(thought: &Thought, root: &Position) -> String {
     format!(
         "eval {score} (for the side to move), {} simulations, pv {}",
         thought.result.simulations,
-        thought.pv_text()
+        pv_text(thought)
     )
 }
 
@@ -119,7 +120,8 @@ pub fn run(
             return Ok(());
         }
         if pos.side_to_move() != person {
-            let thought = engine.think(&pos, budget, &never, |_| {})?;
+            let thought =
+                engine.think(&pos, budget, Instant::now(), &never, Duration::MAX, |_| {})?;
             let Some(mv) = thought.result.best_move else {
                 anyhow::bail!("the engine found no move in a position that is not over");
             };
@@ -157,7 +159,8 @@ pub fn run(
                 return Ok(());
             }
             "hint" => {
-                let thought = engine.think(&pos, budget, &never, |_| {})?;
+                let thought =
+                    engine.think(&pos, budget, Instant::now(), &never, Duration::MAX, |_| {})?;
                 match thought.result.best_move {
                     Some(mv) => writeln!(output, "hint: {mv}   [{}]", describe(&thought, &pos))?,
                     None => writeln!(output, "hint: no move")?,

@@ -11,7 +11,10 @@ use std::io::{BufRead, Read};
 
 use anyhow::Result;
 
-use crate::engine::Engine;
+use std::sync::Arc;
+
+use yari_search::{EngineOptions, Evaluator};
+
 pub use session::{Flow, Session};
 
 /// Longest input line taken: a `position startpos moves ...` of a very long game is tens of
@@ -19,8 +22,8 @@ pub use session::{Flow, Session};
 const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Runs the engine on standard input and output until `quit` or end of input.
-pub fn run(engine: Engine, name: &str) -> Result<()> {
-    let mut session = Session::new(engine, name, Box::new(std::io::stdout()));
+pub fn run(evaluator: Arc<dyn Evaluator>, options: EngineOptions, name: &str) -> Result<()> {
+    let mut session = Session::new(evaluator, options, name, Box::new(std::io::stdout()));
     // Read here rather than on a thread of its own: the search runs on its own thread, so a
     // blocking read still lets `stop` through the moment it arrives.
     let stdin = std::io::stdin();

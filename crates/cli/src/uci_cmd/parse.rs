@@ -5,6 +5,7 @@ use std::time::Duration;
 use yari_rules::{Color, Position};
 
 use crate::engine::{Budget, DEFAULT_SIMULATIONS};
+use yari_search::engine::Clock;
 
 /// Parses `position startpos|fen FEN [moves ...]`; on an illegal move it keeps the position
 /// reached so far and says which move was refused.
@@ -32,13 +33,10 @@ pub(super) fn parse_position(args: &[&str]) -> Result<(Position, Option<String>)
     Ok((pos, None))
 }
 
-pub(super) fn parse_go(args: &[&str], side: Color) -> Result<(Budget, bool), String> {
-    let mut budget = Budget {
-        simulations: None,
-        movetime: None,
-    };
-    let mut infinite = false;
+pub(super) fn parse_go(args: &[&str], side: Color) -> Result<Budget, String> {
+    let mut budget = Budget::default();
     let (mut wtime, mut btime, mut winc, mut binc) = (None, None, 0u64, 0u64);
+    let mut moves_to_go = None;
     let mut i = 0;
     while i < args.len() {
         let value = || -> Result<u64, String> {
@@ -49,7 +47,7 @@ pub(super) fn parse_go(args: &[&str], side: Color) -> Result<(Budget, bool), Str
         };
         match args[i] {
             "infinite" => {
-                infinite = true;
+                budget.infinite = true;
                 i += 1;
                 continue;
             }
@@ -59,7 +57,8 @@ pub(super) fn parse_go(args: &[&str], side: Color) -> Result<(Budget, bool), Str
             "btime" => btime = Some(value()?),
             "winc" => winc = value()?,
             "binc" => binc = value()?,
-            "depth" | "movestogo" | "mate" => {
+            "movestogo" => moves_to_go = Some(value()?.min(u32::MAX as u64) as u32),
+            "depth" | "mate" => {
                 value()?;
             }
             other => return Err(format!("unknown go parameter '{other}'")),
@@ -70,13 +69,15 @@ pub(super) fn parse_go(args: &[&str], side: Color) -> Result<(Budget, bool), Str
         Color::White => (wtime, winc),
         Color::Black => (btime, binc),
     };
-    if budget.movetime.is_none() && budget.simulations.is_none() && !infinite {
-        match time {
-            Some(t) => {
-                budget = Budget::from_clock(Duration::from_millis(t), Duration::from_millis(inc))
-            }
-            None => budget.simulations = Some(DEFAULT_SIMULATIONS),
-        }
+    if let Some(t) = time {
+        budget.clock = Some(Clock {
+            remaining: Duration::from_millis(t),
+            increment: Duration::from_millis(inc),
+            moves_to_go: moves_to_go.filter(|&m| m > 0),
+        });
     }
-    Ok((budget, infinite))
+    if !budget.is_limited() && !budget.infinite {
+        budget.simulations = Some(DEFAULT_SIMULATIONS);
+    }
+    Ok(budget)
 }

@@ -2,15 +2,24 @@
 //! at a time so the protocol is testable (and fuzzable) without a process.
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use yari_rules::Position;
+use yari_search::engine::{centipawns, mate_along, MAX_BATCH, MAX_THREADS};
+use yari_search::Evaluator;
 
 use super::parse::{parse_go, parse_position};
-use crate::engine::{Budget, Engine, DEFAULT_SIMULATIONS};
+use crate::engine::{pv_text, Budget, Engine, EngineOptions, Thought, DEFAULT_SIMULATIONS};
+
+/// How often a search reports (`info` lines).
+const REPORT_EVERY: Duration = Duration::from_millis(500);
+/// Largest `MultiPV` and `Move Overhead` (ms) taken.
+const MAX_MULTIPV: usize = 500;
+const MAX_MOVE_OVERHEAD_MS: u64 = 5000;
 
 /// Where answers go: stdout in the real engine, a buffer in tests.
 pub(super) type Out = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -53,11 +62,17 @@ pub enum Flow {
     Quit,
 }
 
-/// The engine's state between input lines: the position, and the search in flight. Lines go
-/// in through [`Session::handle_line`], so the protocol is testable (and fuzzable) without
-/// a process.
+/// The engine's state between input lines: the position, the settings, and the search in
+/// flight. Lines go in through [`Session::handle_line`], so the protocol is testable (and
+/// fuzzable) without a process.
 pub struct Session {
-    engine: Engine,
+    evaluator: Arc<dyn Evaluator>,
+    network: String,
+    options: EngineOptions,
+    show_wdl: bool,
+    /// Built from the settings on the first `go` after they change (a thread pool is not
+    /// started for every `setoption`).
+    engine: Option<Arc<Engine>>,
     name: String,
     out: Out,
     pos: Position,
@@ -65,14 +80,89 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(engine: Engine, name: &str, out: Box<dyn Write + Send>) -> Session {
+    pub fn new(
+        evaluator: Arc<dyn Evaluator>,
+        options: EngineOptions,
+        name: &str,
+        out: Box<dyn Write + Send>,
+    ) -> Session {
         Session {
-            engine,
+            evaluator,
+            network: name.to_string(),
+            options,
+            show_wdl: false,
+            engine: None,
             name: name.to_string(),
             out: Arc::new(Mutex::new(out)),
             pos: Position::startpos(),
             running: None,
         }
+    }
+
+    /// The engine for the current settings.
+    fn engine(&mut self) -> Result<Arc<Engine>, String> {
+        if let Some(e) = &self.engine {
+            return Ok(e.clone());
+        }
+        let engine = crate::engine::engine(self.evaluator.clone(), self.options)
+            .map_err(|e| format!("{e:#}"))?;
+        let engine = Arc::new(engine);
+        self.engine = Some(engine.clone());
+        Ok(engine)
+    }
+
+    /// `setoption name NAME value VALUE`.
+    fn set_option(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let number = |min: u64, max: u64| -> Result<u64, String> {
+            value
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|v| (min..=max).contains(v))
+                .ok_or_else(|| {
+                    format!("option {name} takes a number from {min} to {max}, not '{value}'")
+                })
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "uci_variant" if value == "yarishogi" => {}
+            "uci_variant" => return Err(format!("unsupported variant '{value}', only yarishogi")),
+            "threads" => {
+                self.options.threads = number(1, MAX_THREADS as u64)? as usize;
+                self.engine = None;
+            }
+            "batch" => {
+                self.options.batch_per_thread = number(1, MAX_BATCH as u64)? as usize;
+                self.engine = None;
+            }
+            "move overhead" => {
+                self.options.move_overhead =
+                    Duration::from_millis(number(0, MAX_MOVE_OVERHEAD_MS)?);
+                self.engine = None;
+            }
+            "multipv" => {
+                self.options.multipv = number(1, MAX_MULTIPV as u64)? as usize;
+                self.engine = None;
+            }
+            "uci_showwdl" => match value.trim() {
+                "true" => self.show_wdl = true,
+                "false" => self.show_wdl = false,
+                _ => {
+                    return Err(format!(
+                        "option UCI_ShowWDL takes true or false, not '{value}'"
+                    ))
+                }
+            },
+            "weightsfile" => {
+                let path = Path::new(value.trim());
+                let (evaluator, name) = crate::engine::load_evaluator(Some(path))
+                    .map_err(|e| format!("{e:#}; keeping {}", self.network))?;
+                self.evaluator = evaluator;
+                self.network = name;
+                self.engine = None;
+            }
+            _ => return Err(format!("ignoring unknown option {name}")),
+        }
+        Ok(())
     }
 
     /// One raw input line: text that is not UTF-8 is reported and skipped, never the end
@@ -118,22 +208,42 @@ impl Session {
                     ),
                 );
                 say(out, "id author the yari-zero developers");
-                say(
-                    out,
-                    "option name UCI_Variant type combo default yarishogi var yarishogi",
-                );
+                let o = &self.options;
+                for line in [
+                    "option name UCI_Variant type combo default yarishogi var yarishogi".to_string(),
+                    format!("option name Threads type spin default {} min 1 max {MAX_THREADS}", o.threads),
+                    format!("option name Batch type spin default {} min 1 max {MAX_BATCH}", o.batch_per_thread),
+                    format!(
+                        "option name Move Overhead type spin default {} min 0 max {MAX_MOVE_OVERHEAD_MS}",
+                        o.move_overhead.as_millis()
+                    ),
+                    format!("option name MultiPV type spin default {} min 1 max {MAX_MULTIPV}", o.multipv),
+                    "option name UCI_ShowWDL type check default false".to_string(),
+                    format!("option name WeightsFile type string default {}", self.network),
+                ] {
+                    say(out, &line);
+                }
                 say(out, "uciok");
             }
             "isready" => say(out, "readyok"),
             "setoption" => {
+                if let Some(r) = self.running.take() {
+                    r.settle();
+                }
                 let text = words[1..].join(" ");
-                match text.split_once(" value ") {
-                    Some(("name UCI_Variant", "yarishogi")) => {}
-                    Some(("name UCI_Variant", v)) => say(
-                        out,
-                        &format!("info string unsupported variant '{v}', only yarishogi"),
-                    ),
-                    _ => say(out, &format!("info string ignoring option: {text}")),
+                let parsed =
+                    text.strip_prefix("name ")
+                        .map(|rest| match rest.split_once(" value ") {
+                            Some((n, v)) => (n.trim(), v.trim()),
+                            None => (rest.trim(), ""),
+                        });
+                match parsed {
+                    Some((name, value)) => {
+                        if let Err(e) = self.set_option(name, value) {
+                            say(&self.out, &format!("info string {e}"));
+                        }
+                    }
+                    None => say(&self.out, &format!("info string ignoring option: {text}")),
                 }
             }
             "ucinewgame" => {
@@ -141,6 +251,9 @@ impl Session {
                     r.settle();
                 }
                 self.pos = Position::startpos();
+                if let Some(e) = &self.engine {
+                    e.clear_tree();
+                }
             }
             "position" => {
                 if let Some(r) = self.running.take() {
@@ -157,31 +270,37 @@ impl Session {
                 }
             }
             "go" => {
+                let started = Instant::now();
                 if let Some(r) = self.running.take() {
                     r.settle();
                 }
-                let (budget, infinite) = match parse_go(&words[1..], self.pos.side_to_move()) {
+                let budget = match parse_go(&words[1..], self.pos.side_to_move()) {
                     Ok(b) => b,
                     Err(e) => {
                         say(
-                            out,
+                            &self.out,
                             &format!("info string {e}; searching {DEFAULT_SIMULATIONS} nodes"),
                         );
-                        (Budget::simulations(DEFAULT_SIMULATIONS), false)
+                        Budget::simulations(DEFAULT_SIMULATIONS)
                     }
                 };
+                let engine = match self.engine() {
+                    Ok(e) => e,
+                    Err(e) => {
+                        say(&self.out, &format!("info string {e}"));
+                        say(&self.out, "bestmove (none)");
+                        return Flow::Continue;
+                    }
+                };
+                let out = &self.out;
                 let stop = Arc::new(AtomicBool::new(false));
-                let (engine, root, out2, stop2) = (
-                    self.engine.clone(),
-                    self.pos.clone(),
-                    out.clone(),
-                    stop.clone(),
-                );
+                let show_wdl = self.show_wdl;
+                let (root, out2, stop2) = (self.pos.clone(), out.clone(), stop.clone());
                 let handle = std::thread::spawn(move || {
                     // Whatever happens in the search, the GUI gets its `bestmove`: one that
                     // never comes hangs a match runner for good.
                     let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        search_and_answer(&engine, &root, budget, infinite, &stop2, &out2)
+                        search_and_answer(&engine, &root, budget, started, show_wdl, &stop2, &out2)
                     }));
                     if searched.is_err() {
                         say(&out2, "info string internal error: the search panicked");
@@ -191,7 +310,7 @@ impl Session {
                 self.running = Some(Running {
                     stop,
                     handle,
-                    infinite,
+                    infinite: budget.infinite,
                 });
             }
             "stop" => {
@@ -227,39 +346,87 @@ impl Session {
     }
 }
 
-pub(super) fn info_line(thought: &crate::engine::Thought, root: &Position) -> String {
+/// The `info` lines of a thought: one per `MultiPV` line.
+pub(super) fn info_lines(thought: &Thought, root: &Position, show_wdl: bool) -> Vec<String> {
     let nodes = thought.result.simulations as u64;
     let ms = thought.elapsed.as_millis().max(1) as u64;
-    format!(
-        "info depth {} nodes {} nps {} time {} score {} pv {}",
-        thought.result.pv.len().max(1),
-        nodes,
-        nodes * 1000 / ms,
-        ms,
-        thought.uci_score(root),
-        thought.pv_text()
-    )
+    let nps = thought.nodes_per_second.round() as u64;
+    let head = |multipv: Option<usize>, depth: usize| {
+        let mut s = format!(
+            "info depth {} seldepth {}",
+            depth.max(1),
+            thought.seldepth.max(1)
+        );
+        if let Some(k) = multipv {
+            s.push_str(&format!(" multipv {k}"));
+        }
+        s
+    };
+    let tail = format!("nodes {nodes} nps {nps} time {ms}");
+    if thought.lines.len() <= 1 {
+        let mut s = format!(
+            "{} score {}",
+            head(None, thought.result.pv.len()),
+            uci_score(thought, root)
+        );
+        if show_wdl {
+            let [w, d, l] = thought.wdl_per_mille();
+            s.push_str(&format!(" wdl {w} {d} {l}"));
+        }
+        return vec![format!("{s} {tail} pv {}", pv_text(thought))];
+    }
+    thought
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(k, line)| {
+            let score = match mate_along(root, &line.pv) {
+                Some(m) => format!("mate {m}"),
+                None => format!("cp {}", centipawns(line.value)),
+            };
+            let pv: Vec<String> = line.pv.iter().map(|m| m.to_string()).collect();
+            format!(
+                "{} score {score} {tail} pv {}",
+                head(Some(k + 1), line.pv.len()),
+                pv.join(" ")
+            )
+        })
+        .collect()
+}
+
+/// `score cp N` or `score mate N`, UCI style.
+fn uci_score(thought: &Thought, root: &Position) -> String {
+    match thought.mate_in(root) {
+        Some(m) => format!("mate {m}"),
+        None => format!("cp {}", thought.centipawns()),
+    }
 }
 
 pub(super) fn search_and_answer(
     engine: &Engine,
     root: &Position,
     budget: Budget,
-    infinite: bool,
+    started: Instant,
+    show_wdl: bool,
     stop: &AtomicBool,
     out: &Out,
 ) {
-    let result = engine.think(root, budget, stop, |t| say(out, &info_line(t, root)));
+    let report = |t: &Thought| {
+        for line in info_lines(t, root, show_wdl) {
+            say(out, &line);
+        }
+    };
+    let result = engine.think(root, budget, started, stop, REPORT_EVERY, report);
     match result {
         Ok(thought) => {
             if thought.result.best_move.is_some() {
-                say(out, &info_line(&thought, root));
+                report(&thought);
             } else {
                 say(out, "info depth 0 score mate 0");
             }
             // With `go infinite` the answer must wait for `stop`.
-            while infinite && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(5));
+            while budget.infinite && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(2));
             }
             match thought.result.best_move {
                 Some(mv) => say(out, &format!("bestmove {mv}")),

@@ -32,8 +32,148 @@ impl Shared {
 
 fn session() -> (Session, Shared) {
     let out = Shared::default();
-    let engine = Engine::new(Arc::new(UniformEvaluator));
-    (Session::new(engine, "test", Box::new(out.clone())), out)
+    let options = yari_search::EngineOptions {
+        threads: 2,
+        ..yari_search::EngineOptions::one_thread()
+    };
+    let session = Session::new(
+        Arc::new(UniformEvaluator),
+        options,
+        "test",
+        Box::new(out.clone()),
+    );
+    (session, out)
+}
+
+/// Waits until the output holds a line starting with `prefix` (or fails after 20 s).
+fn wait_for(out: &Shared, prefix: &str) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        let text = out.text();
+        if text.lines().any(|l| l.starts_with(prefix)) {
+            return text;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no '{prefix}' in {text}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn stop_ends_an_infinite_search_with_a_move_and_isready_answers_meanwhile() {
+    let (mut s, out) = session();
+    s.handle_line("position startpos moves d3d4");
+    s.handle_line("go infinite");
+    std::thread::sleep(Duration::from_millis(50));
+    // The search goes on while the engine answers.
+    s.handle_line("isready");
+    let text = wait_for(&out, "readyok");
+    assert!(!text.contains("bestmove"), "{text}");
+    s.handle_line("stop");
+    let text = wait_for(&out, "bestmove");
+    let mv = text
+        .lines()
+        .find_map(|l| l.strip_prefix("bestmove "))
+        .unwrap();
+    let mut pos = yari_rules::Position::startpos();
+    pos.play_uci("d3d4").unwrap();
+    assert!(pos.parse_move(mv).is_ok(), "{mv} is not legal: {text}");
+    s.quit();
+}
+
+#[test]
+fn options_are_listed_set_and_refused_by_name() {
+    let (mut s, out) = session();
+    s.handle_line("uci");
+    let text = out.text();
+    for name in [
+        "Threads",
+        "Batch",
+        "Move Overhead",
+        "MultiPV",
+        "UCI_ShowWDL",
+        "WeightsFile",
+    ] {
+        assert!(
+            text.contains(&format!("option name {name} type")),
+            "{name}: {text}"
+        );
+    }
+    s.handle_line("setoption name Threads value 0");
+    s.handle_line("setoption name Hash value 16");
+    s.handle_line("setoption name WeightsFile value /nonexistent/net.yari");
+    let text = out.text();
+    assert!(
+        text.contains("info string option Threads takes a number from 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("info string ignoring unknown option Hash"),
+        "{text}"
+    );
+    assert!(
+        text.contains("/nonexistent/net.yari") && text.contains("keeping test"),
+        "{text}"
+    );
+    // Set ones take effect: three lines of play, each with its own first move, and WDL.
+    s.handle_line("setoption name Threads value 1");
+    s.handle_line("setoption name MultiPV value 3");
+    s.handle_line("setoption name UCI_ShowWDL value true");
+    s.handle_line("go nodes 300");
+    s.end_of_input();
+    let text = out.text();
+    let last: Vec<&str> = text.lines().filter(|l| l.contains(" multipv ")).collect();
+    let tail = &last[last.len() - 3..];
+    for (k, line) in tail.iter().enumerate() {
+        assert!(line.contains(&format!(" multipv {} ", k + 1)), "{text}");
+        assert!(line.contains(" nodes 300 "), "{line}");
+    }
+    let firsts: std::collections::HashSet<&str> = tail
+        .iter()
+        .map(|l| l.split(" pv ").nth(1).unwrap().split(' ').next().unwrap())
+        .collect();
+    assert_eq!(firsts.len(), 3, "{text}");
+}
+
+#[test]
+fn wdl_is_shown_when_asked() {
+    let (mut s, out) = session();
+    s.handle_line("setoption name UCI_ShowWDL value true");
+    s.handle_line("go nodes 50");
+    s.end_of_input();
+    let text = out.text();
+    let info = text.lines().rfind(|l| l.starts_with("info depth")).unwrap();
+    let wdl: Vec<u32> = info
+        .split(" wdl ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .take(3)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    // The uniform evaluator says "a certain draw".
+    assert_eq!(wdl.iter().sum::<u32>(), 1000, "{info}");
+    assert!(wdl[1] >= 900, "{info}");
+    assert!(
+        info.contains(" seldepth ") && info.contains(" nps "),
+        "{info}"
+    );
+}
+
+#[test]
+fn movetime_is_kept_from_the_go() {
+    let (mut s, out) = session();
+    let start = std::time::Instant::now();
+    s.handle_line("go movetime 150");
+    let text = wait_for(&out, "bestmove");
+    let took = start.elapsed();
+    // Not a timing test of the machine: only that the limit, not the default nodes, ended
+    // the search, and that it did not run far past it.
+    assert!(took >= Duration::from_millis(100), "{took:?} {text}");
+    assert!(took < Duration::from_secs(5), "{took:?} {text}");
+    s.quit();
 }
 
 #[test]
@@ -193,19 +333,31 @@ proptest! {
 
 #[test]
 fn go_parameters() {
-    let (b, inf) = parse_go(&["nodes", "50"], Color::White).unwrap();
+    let b = parse_go(&["nodes", "50"], Color::White).unwrap();
     assert_eq!(b.simulations, Some(50));
-    assert!(!inf);
-    let (b, _) = parse_go(
-        &["wtime", "60000", "btime", "3000", "binc", "0"],
+    assert!(!b.infinite);
+    let b = parse_go(
+        &[
+            "wtime",
+            "60000",
+            "btime",
+            "3000",
+            "binc",
+            "0",
+            "movestogo",
+            "5",
+        ],
         Color::Black,
     )
     .unwrap();
-    assert_eq!(b.movetime, Some(Duration::from_millis(100)));
+    let clock = b.clock.unwrap();
+    assert_eq!(clock.remaining, Duration::from_millis(3000));
+    assert_eq!(clock.moves_to_go, Some(5));
+    assert!(b.movetime.is_none() && b.simulations.is_none());
     assert!(parse_go(&["nodes"], Color::White).is_err());
     assert!(parse_go(&["sideways", "3"], Color::White).is_err());
-    let (_, inf) = parse_go(&["infinite"], Color::White).unwrap();
-    assert!(inf);
+    assert!(parse_go(&["infinite"], Color::White).unwrap().infinite);
+    assert_eq!(parse_go(&[], Color::White).unwrap().simulations, Some(1600));
 }
 
 #[test]
