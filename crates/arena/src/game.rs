@@ -1,5 +1,7 @@
 //! Playing one game between two players, and its record.
 
+use std::time::{Duration, Instant};
+
 use serde::{Deserialize, Serialize};
 use yari_rules::{Color, EndReason, Move, Position, START_FEN};
 
@@ -21,6 +23,8 @@ pub enum Reason {
     IllegalMove,
     /// The player to move failed (engine died, hung, broke protocol): it loses.
     PlayerFailure,
+    /// The player to move used more than its clock had left: it loses.
+    Time,
 }
 
 impl Reason {
@@ -33,6 +37,7 @@ impl Reason {
             Reason::PlyCap => "ply_cap",
             Reason::IllegalMove => "illegal_move",
             Reason::PlayerFailure => "player_failure",
+            Reason::Time => "time",
         }
     }
 
@@ -96,6 +101,10 @@ pub struct GameRecord {
     pub detail: Option<String>,
     /// The per-game seed handed to both players.
     pub seed: u64,
+    /// Milliseconds each move after the opening took, measured by the arena around the
+    /// player's answer (an engine's pipe round trip included): what a GUI's clock sees.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub move_ms: Vec<f64>,
 }
 
 impl GameRecord {
@@ -114,6 +123,75 @@ impl GameRecord {
             Some(_) => 0.0,
         })
     }
+
+    /// `move_ms` split by the side that moved: (White's, Black's).
+    pub fn move_ms_by_side(&self) -> (Vec<f64>, Vec<f64>) {
+        let black_starts = self.start_fen.split_whitespace().nth(1) == Some("b");
+        let first_is_white = self.opening_plies.is_multiple_of(2) != black_starts;
+        let (mut white, mut black) = (Vec::new(), Vec::new());
+        for (i, &ms) in self.move_ms.iter().enumerate() {
+            if (i % 2 == 0) == first_is_white {
+                white.push(ms);
+            } else {
+                black.push(ms);
+            }
+        }
+        (white, black)
+    }
+}
+
+/// A game clock: `base` for the whole game plus `increment` after every move (the UCI
+/// `wtime/btime winc/binc` a GUI sends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeControl {
+    pub base: Duration,
+    pub increment: Duration,
+}
+
+impl TimeControl {
+    /// `BASE+INC` in seconds, e.g. `10+0.1`; a bare `BASE` has no increment.
+    pub fn parse(text: &str) -> Result<TimeControl, String> {
+        let (base, inc) = text.split_once('+').unwrap_or((text, "0"));
+        let seconds = |what: &str, v: &str| -> Result<Duration, String> {
+            let x: f64 = v.trim().parse().map_err(|_| {
+                format!("time control {text:?}: {what} {v:?} is not a number of seconds")
+            })?;
+            if !(0.0..=86_400.0).contains(&x) {
+                return Err(format!(
+                    "time control {text:?}: {what} {x} is not in 0..=86400 seconds"
+                ));
+            }
+            Ok(Duration::from_secs_f64(x))
+        };
+        let tc = TimeControl {
+            base: seconds("base", base)?,
+            increment: seconds("increment", inc)?,
+        };
+        if tc.base.is_zero() {
+            return Err(format!(
+                "time control {text:?}: the base time must be above 0"
+            ));
+        }
+        Ok(tc)
+    }
+}
+
+/// Both players' clocks before a move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockView {
+    pub white: Duration,
+    pub black: Duration,
+    pub increment: Duration,
+}
+
+impl ClockView {
+    /// The clock of `side`.
+    pub fn of(&self, side: Color) -> Duration {
+        match side {
+            Color::White => self.white,
+            Color::Black => self.black,
+        }
+    }
 }
 
 /// How a game is run.
@@ -121,12 +199,16 @@ impl GameRecord {
 pub struct GameConfig {
     /// Total plies (opening included) after which the game is adjudicated a draw.
     pub ply_cap: Option<usize>,
+    /// A game clock the arena keeps: a player whose answer takes longer than its clock has
+    /// left loses on time. Players see both clocks in their [`GameView`].
+    pub clock: Option<TimeControl>,
 }
 
 impl Default for GameConfig {
     fn default() -> Self {
         GameConfig {
             ply_cap: Some(yari_rules::DEFAULT_PLY_CAP),
+            clock: None,
         }
     }
 }
@@ -173,7 +255,13 @@ pub fn play_game(
         reason: Reason::PlyCap,
         detail: None,
         seed,
+        move_ms: Vec::new(),
     };
+    let mut clock = config.clock.map(|tc| ClockView {
+        white: tc.base,
+        black: tc.base,
+        increment: tc.increment,
+    });
     let mut broken = None;
     let forfeit = |record: &mut GameRecord, loser: Color, reason: Reason, detail: String| {
         record.winner = Some((!loser).into());
@@ -210,8 +298,36 @@ pub fn play_game(
                 start_fen: &start_fen,
                 moves: &moves,
                 position: &pos,
+                clock,
             };
-            match player.choose_move(&view) {
+            let asked = Instant::now();
+            let answer = player.choose_move(&view);
+            let took = asked.elapsed();
+            record
+                .move_ms
+                .push((took.as_secs_f64() * 1e5).round() / 100.0);
+            if let Some(c) = clock.as_mut() {
+                let left = match to_move {
+                    Color::White => &mut c.white,
+                    Color::Black => &mut c.black,
+                };
+                if took > *left {
+                    forfeit(
+                        &mut record,
+                        to_move,
+                        Reason::Time,
+                        format!(
+                            "{} took {} ms with {} ms left",
+                            player.name(),
+                            took.as_millis(),
+                            left.as_millis()
+                        ),
+                    );
+                    break;
+                }
+                *left = *left - took + c.increment;
+            }
+            match answer {
                 Ok(mv) if pos.is_legal(mv) => {
                     pos.play(mv);
                     moves.push(mv);

@@ -39,11 +39,11 @@ pub mod uci;
 
 pub use alphabeta::AlphaBetaPlayer;
 pub use error::ArenaError;
-pub use game::{play_game, GameConfig, GameRecord, Reason, Side};
+pub use game::{play_game, ClockView, GameConfig, GameRecord, Reason, Side, TimeControl};
 pub use gate::{
     append_ledger, current_best, decide, gate, read_ledger, GateConfig, GateDecision, GateReason,
 };
-pub use matches::{run_match, MatchConfig, MatchResult};
+pub use matches::{run_match, MatchConfig, MatchResult, MoveTimes};
 pub use openings::{random_openings, Opening};
 pub use player::{FnFactory, GameView, Player, PlayerError, PlayerFactory};
 pub use random::RandomPlayer;

@@ -81,6 +81,44 @@ impl MatchResult {
     pub fn games_played(&self) -> u64 {
         self.wdl.games()
     }
+
+    /// Time per move of A and of B over all games, as the arena measured it.
+    pub fn move_times(&self) -> [MoveTimes; 2] {
+        let mut all: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        for g in &self.games {
+            let (white, black) = g.move_ms_by_side();
+            for (name, ms) in [(&g.white, white), (&g.black, black)] {
+                if *name == self.a {
+                    all[0].extend(ms);
+                } else if *name == self.b {
+                    all[1].extend(ms);
+                }
+            }
+        }
+        all.map(|ms| MoveTimes::of(&ms))
+    }
+}
+
+/// How long a player's moves took, from the arena's side.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MoveTimes {
+    pub moves: usize,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+}
+
+impl MoveTimes {
+    fn of(ms: &[f64]) -> MoveTimes {
+        MoveTimes {
+            moves: ms.len(),
+            mean_ms: if ms.is_empty() {
+                0.0
+            } else {
+                ms.iter().sum::<f64>() / ms.len() as f64
+            },
+            max_ms: ms.iter().copied().fold(0.0, f64::max),
+        }
+    }
 }
 
 struct Shared {

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::game::ClockView;
+
 use thiserror::Error;
 use yari_rules::{Move, Position};
 
@@ -16,6 +18,8 @@ pub struct GameView<'a> {
     pub moves: &'a [Move],
     /// The position after `moves`, side to move to play.
     pub position: &'a Position,
+    /// Both clocks before this move, when the game is played with a time control.
+    pub clock: Option<ClockView>,
 }
 
 /// Why a player could not produce a move. The arena turns each of these into a loss for

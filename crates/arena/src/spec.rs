@@ -519,6 +519,7 @@ mod tests {
     #[cfg(not(feature = "search"))]
     #[test]
     fn mcts_without_the_search_feature_is_a_clear_error() {
+        use crate::player::PlayerFactory;
         let spec = PlayerSpec::parse("mcts:10").unwrap();
         let err = spec.factory().err().expect("no search in this build");
         assert!(err.to_string().contains("search"), "{err}");

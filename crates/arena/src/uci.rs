@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use yari_rules::Move;
 
+use crate::game::ClockView;
 use crate::player::{GameView, Player, PlayerError};
 
 /// Lines the reader thread queues ahead of the client. When the queue is full the thread
@@ -262,8 +263,15 @@ impl UciEngine {
         }
     }
 
-    /// Asks for a move in the game so far; returns the raw `bestmove` text.
-    pub fn go(&mut self, start_fen: &str, moves: &[Move]) -> Result<String, PlayerError> {
+    /// Asks for a move in the game so far; returns the raw `bestmove` text. With a `clock`
+    /// the engine is sent both clocks (`go wtime .. btime .. winc .. binc ..`) instead of its
+    /// configured limit, and waited for until its own clock plus the timeout has run out.
+    pub fn go(
+        &mut self,
+        start_fen: &str,
+        moves: &[Move],
+        clock: Option<(ClockView, yari_rules::Color)>,
+    ) -> Result<String, PlayerError> {
         let mut cmd = format!("position fen {start_fen}");
         if !moves.is_empty() {
             cmd.push_str(" moves");
@@ -273,10 +281,23 @@ impl UciEngine {
             }
         }
         self.send(&cmd)?;
-        let (go, extra) = match self.config.limit {
-            SearchLimit::Nodes(n) => (format!("go nodes {n}"), Duration::ZERO),
-            SearchLimit::MoveTime(ms) => (format!("go movetime {ms}"), Duration::from_millis(ms)),
-            SearchLimit::Depth(d) => (format!("go depth {d}"), Duration::ZERO),
+        let (go, extra) = match (clock, self.config.limit) {
+            (Some((c, side)), _) => {
+                let inc = c.increment.as_millis();
+                (
+                    format!(
+                        "go wtime {} btime {} winc {inc} binc {inc}",
+                        c.white.as_millis(),
+                        c.black.as_millis()
+                    ),
+                    c.of(side),
+                )
+            }
+            (None, SearchLimit::Nodes(n)) => (format!("go nodes {n}"), Duration::ZERO),
+            (None, SearchLimit::MoveTime(ms)) => {
+                (format!("go movetime {ms}"), Duration::from_millis(ms))
+            }
+            (None, SearchLimit::Depth(d)) => (format!("go depth {d}"), Duration::ZERO),
         };
         self.send(&go)?;
         let deadline = Instant::now() + self.config.timeout + extra;
@@ -338,7 +359,8 @@ impl Player for UciPlayer {
     }
 
     fn choose_move(&mut self, game: &GameView<'_>) -> Result<Move, PlayerError> {
-        let text = self.engine.go(game.start_fen, game.moves)?;
+        let clock = game.clock.map(|c| (c, game.position.side_to_move()));
+        let text = self.engine.go(game.start_fen, game.moves, clock)?;
         if text == "(none)" || text == "0000" {
             return Err(PlayerError::NoMove(format!("bestmove {text}")));
         }

@@ -51,7 +51,10 @@ fn alphabeta_vs_fairy_stockfish() {
         &MatchConfig {
             games: 2,
             concurrency: 2,
-            game: GameConfig { ply_cap: Some(200) },
+            game: GameConfig {
+                ply_cap: Some(200),
+                clock: None,
+            },
             ..MatchConfig::default()
         },
     )

@@ -19,7 +19,10 @@ fn random_vs_alphabeta_small_match() {
         games: 6,
         concurrency: 2,
         games_file: Some(file.clone()),
-        game: GameConfig { ply_cap: Some(200) },
+        game: GameConfig {
+            ply_cap: Some(200),
+            clock: None,
+        },
         ..MatchConfig::default()
     };
     let result = run_match(&ab, &random, &config).unwrap();
@@ -76,12 +79,21 @@ fn matches_are_reproducible() {
     let config = MatchConfig {
         games: 4,
         concurrency: 2,
-        game: GameConfig { ply_cap: Some(60) },
+        game: GameConfig {
+            ply_cap: Some(60),
+            clock: None,
+        },
         ..MatchConfig::default()
     };
     let r1 = run_match(&a, &b, &config).unwrap();
     let r2 = run_match(&a, &b, &config).unwrap();
-    assert_eq!(r1.games, r2.games);
+    // Everything but the measured think times.
+    let untimed = |r: &yari_arena::MatchResult| {
+        let mut games = r.games.clone();
+        games.iter_mut().for_each(|g| g.move_ms.clear());
+        games
+    };
+    assert_eq!(untimed(&r1), untimed(&r2));
 }
 
 #[test]
@@ -91,7 +103,10 @@ fn ply_cap_is_an_adjudicated_draw() {
     let config = MatchConfig {
         games: 2,
         concurrency: 1,
-        game: GameConfig { ply_cap: Some(10) },
+        game: GameConfig {
+            ply_cap: Some(10),
+            clock: None,
+        },
         ..MatchConfig::default()
     };
     let r = run_match(&a, &b, &config).unwrap();
@@ -222,7 +237,10 @@ fn gate_on_an_all_draws_match_does_not_promote() {
         match_config: MatchConfig {
             concurrency: 2,
             opening_plies: 4,
-            game: GameConfig { ply_cap: Some(4) },
+            game: GameConfig {
+                ply_cap: Some(4),
+                clock: None,
+            },
             games_file: Some(dir.path().join("arena/gate.jsonl")),
             ..MatchConfig::default()
         },
@@ -300,6 +318,7 @@ fn ratings_recover_known_strengths() {
                 reason: Reason::Checkmate,
                 detail: None,
                 seed: 0,
+                move_ms: Vec::new(),
             });
         }
     };
@@ -333,12 +352,21 @@ fn alphabeta_is_reproducible_and_makes_progress() {
     let config = MatchConfig {
         games: 4,
         concurrency: 2,
-        game: GameConfig { ply_cap: Some(150) },
+        game: GameConfig {
+            ply_cap: Some(150),
+            clock: None,
+        },
         ..MatchConfig::default()
     };
     let r1 = run_match(&a, &b, &config).unwrap();
     let r2 = run_match(&a, &b, &config).unwrap();
-    assert_eq!(r1.games, r2.games);
+    // Everything but the measured think times.
+    let untimed = |r: &yari_arena::MatchResult| {
+        let mut games = r.games.clone();
+        games.iter_mut().for_each(|g| g.move_ms.clear());
+        games
+    };
+    assert_eq!(untimed(&r1), untimed(&r2));
     let repetitions = r1
         .games
         .iter()
@@ -364,7 +392,10 @@ fn sprt_stops_a_lopsided_match_and_the_gate_promotes() {
         sprt: Some(SprtConfig::new(0.0, 200.0)),
         match_config: MatchConfig {
             concurrency: 2,
-            game: GameConfig { ply_cap: Some(150) },
+            game: GameConfig {
+                ply_cap: Some(150),
+                clock: None,
+            },
             ..MatchConfig::default()
         },
         require_edge: true,

@@ -10,6 +10,7 @@ fn two_games(ply_cap: usize) -> MatchConfig {
         concurrency: 2,
         game: GameConfig {
             ply_cap: Some(ply_cap),
+            clock: None,
         },
         ..MatchConfig::default()
     }
@@ -101,6 +102,7 @@ fn tree_reusing_player_follows_the_game_and_recovers_from_a_jump() {
             start_fen: &start_fen,
             moves: &moves,
             position: &pos,
+            clock: None,
         };
         let mv = player.choose_move(&view).unwrap();
         assert!(pos.is_legal(mv), "{mv} in {}", pos.fen());
@@ -112,6 +114,7 @@ fn tree_reusing_player_follows_the_game_and_recovers_from_a_jump() {
         start_fen: &start_fen,
         moves: &[],
         position: &earlier,
+        clock: None,
     };
     let mv = player.choose_move(&view).unwrap();
     assert!(earlier.is_legal(mv));

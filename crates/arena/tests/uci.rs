@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use yari_arena::{
     play_game, run_match, ArenaError, GameConfig, GameView, MatchConfig, Opening, Player,
-    PlayerError, PlayerSpec, Reason, Side, UciConfig, UciPlayer,
+    PlayerError, PlayerSpec, Reason, Side, TimeControl, UciConfig, UciPlayer,
 };
 use yari_rules::Move;
 
@@ -107,6 +107,89 @@ fn legal_moves_are_played_and_the_illegal_one_loses() {
         sent.trim_end().ends_with("quit"),
         "the engine is told to quit on drop"
     );
+}
+
+/// With a game clock the engine is sent both clocks, the arena times every answer, takes
+/// the time from the mover's clock, adds the increment, and the engine that oversteps its clock
+/// loses on time.
+#[test]
+fn the_arena_keeps_the_clock_and_a_slow_engine_loses_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("engine.log");
+    // 150 ms an answer against 0.4 s + 0.05 s a move: 0.4 -> 0.3 -> 0.2 -> 0.1 left, then
+    // the fourth answer oversteps.
+    let mut engine = UciPlayer::start(fake("slow:150", Some(&log))).unwrap();
+    let mut black = Scripted::new(&["g7g6", "g6g5", "b7b6", "b6b5"]);
+    let config = GameConfig {
+        clock: Some(TimeControl::parse("0.4+0.05").unwrap()),
+        ..GameConfig::default()
+    };
+    let (record, _) = play_game(
+        &mut engine,
+        &mut black,
+        &Opening::startpos(),
+        0,
+        &config,
+        0,
+        7,
+    );
+    assert_eq!(record.reason, Reason::Time, "{record:?}");
+    assert_eq!(record.winner, Some(Side::Black));
+    assert_eq!(record.moves.len(), 6, "{record:?}");
+    assert!(record.detail.as_deref().unwrap().contains("ms left"));
+    let (white_ms, black_ms) = record.move_ms_by_side();
+    assert_eq!((white_ms.len(), black_ms.len()), (4, 3));
+    assert!(white_ms.iter().all(|&ms| ms >= 150.0), "{white_ms:?}");
+    assert!(black_ms.iter().all(|&ms| ms < 50.0), "{black_ms:?}");
+    drop(engine);
+    let sent = std::fs::read_to_string(&log).unwrap();
+    let gos: Vec<Vec<u64>> = sent
+        .lines()
+        .filter(|l| l.starts_with("go "))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(
+                [w[1], w[3], w[5], w[7]],
+                ["wtime", "btime", "winc", "binc"],
+                "{l}"
+            );
+            [2, 4, 6, 8]
+                .iter()
+                .map(|&i| w[i].parse().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(gos.len(), 4, "{sent}");
+    assert_eq!(gos[0], [400, 400, 50, 50]);
+    // White's clock lost 150 ms and gained 50 a move; Black's only gained (its moves take
+    // next to no time).
+    for (k, go) in gos.iter().enumerate().skip(1) {
+        let white = 400 + 50 * k as u64 - 150 * k as u64;
+        assert!((white - 40..=white).contains(&go[0]), "{go:?}");
+        assert!(
+            (400 + 50 * k as u64 - 5..=400 + 50 * k as u64).contains(&go[1]),
+            "{go:?}"
+        );
+    }
+    assert!(!sent.contains("go nodes"), "{sent}");
+}
+
+#[test]
+fn time_controls_parse_and_bad_ones_are_named() {
+    let tc = TimeControl::parse("10+0.1").unwrap();
+    assert_eq!(tc.base, Duration::from_secs(10));
+    assert_eq!(tc.increment, Duration::from_millis(100));
+    assert_eq!(TimeControl::parse("60").unwrap().increment, Duration::ZERO);
+    for (bad, named) in [
+        ("x+1", "base"),
+        ("10+y", "increment"),
+        ("0+1", "above 0"),
+        ("-5", "base"),
+        ("1e9", "86400"),
+    ] {
+        let e = TimeControl::parse(bad).unwrap_err();
+        assert!(e.contains(named), "{bad}: {e}");
+    }
 }
 
 #[test]

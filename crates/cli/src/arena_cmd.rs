@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use yari_arena::{
     fit_ratings, read_run_games, run_match, GameConfig, MatchConfig, MatchResult, PlayerSpec,
-    SprtConfig, SprtModel,
+    SprtConfig, SprtModel, TimeControl,
 };
 
 /// Everything about `yari arena` besides the two players, the game count, the SPRT bounds
@@ -24,6 +24,9 @@ pub struct ArenaOptions {
     pub concurrency: usize,
     /// Plies after which a game is adjudicated a draw (`None`: no cap).
     pub ply_cap: Option<usize>,
+    /// A game clock the arena keeps (UCI players get `go wtime .. btime ..`; others play as
+    /// configured and lose if they overstep it).
+    pub clock: Option<TimeControl>,
     /// Random plies from the start position before the players take over.
     pub opening_plies: usize,
     pub seed: u64,
@@ -40,6 +43,7 @@ impl Default for ArenaOptions {
             games_file: None,
             concurrency: 0,
             ply_cap: Some(yari_rules::DEFAULT_PLY_CAP),
+            clock: None,
             opening_plies: 4,
             seed: 0x5eed,
             alpha: 0.05,
@@ -67,6 +71,7 @@ pub fn run(
         games,
         game: GameConfig {
             ply_cap: options.ply_cap,
+            clock: options.clock,
         },
         openings: Vec::new(),
         opening_plies: options.opening_plies,
@@ -147,6 +152,12 @@ pub fn table(r: &MatchResult, games_file: Option<&Path>) -> String {
         .map(|(reason, n)| format!("{} {n}", reason.as_str()))
         .collect();
     out.push_str(&format!("  endings: {}\n", reasons.join(", ")));
+    for (name, t) in [&r.a, &r.b].into_iter().zip(r.move_times()) {
+        out.push_str(&format!(
+            "  {name}: {:.1} ms a move on average, longest {:.1} ms ({} moves, timed by the arena)\n",
+            t.mean_ms, t.max_ms, t.moves
+        ));
+    }
     if let Some(path) = games_file {
         out.push_str(&format!("  games appended to {}\n", path.display()));
     }
@@ -177,6 +188,7 @@ pub fn summary(r: &MatchResult) -> serde_json::Value {
         "sprt": r.sprt,
         "stopped_early": r.stopped_early,
         "reasons": reasons,
+        "move_times": r.move_times(),
     })
 }
 

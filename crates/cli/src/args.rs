@@ -120,6 +120,10 @@ pub enum Command {
         /// Plies after which a game is a draw by adjudication.
         #[arg(long, default_value_t = yari_rules::DEFAULT_PLY_CAP)]
         ply_cap: usize,
+        /// A game clock, BASE+INC in seconds (e.g. 10+0.1): UCI players get wtime/btime and
+        /// a player that oversteps its clock loses on time.
+        #[arg(long, value_parser = yari_arena::TimeControl::parse)]
+        tc: Option<yari_arena::TimeControl>,
         /// Random plies from the start position before the players take over.
         #[arg(long, default_value_t = 4)]
         opening_plies: usize,

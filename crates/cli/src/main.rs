@@ -104,6 +104,7 @@ fn main() -> Result<()> {
             games_file,
             concurrency,
             ply_cap,
+            tc,
             opening_plies,
             seed,
             json,
@@ -112,6 +113,7 @@ fn main() -> Result<()> {
                 games_file,
                 concurrency,
                 ply_cap: Some(ply_cap),
+                clock: tc,
                 opening_plies,
                 seed,
                 ..arena_cmd::ArenaOptions::default()

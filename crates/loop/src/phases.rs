@@ -363,6 +363,7 @@ fn match_config(config: &RunConfig, games_file: PathBuf, seed: u64, games: usize
         games,
         game: GameConfig {
             ply_cap: Some(config.gate.ply_cap),
+            clock: None,
         },
         openings: Vec::new(),
         opening_plies: config.gate.opening_plies,
