@@ -226,6 +226,7 @@ mod imp {
             let batching = Batching {
                 leaves: self.batch,
                 pool: None,
+                batches_per_worker: 1,
             };
             let mut search = match self.config.reuse_tree {
                 true => self.reused_tree(game),

@@ -253,6 +253,9 @@ pub enum BenchCommand {
         /// Leaves per thread and network call, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "1,4,8,16")]
         batch: Vec<usize>,
+        /// Batches in flight per thread, comma-separated (measured with 2 or more threads).
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        in_flight: Vec<usize>,
         /// Simulations per position.
         #[arg(long, default_value_t = 4000)]
         nodes: u32,

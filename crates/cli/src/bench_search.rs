@@ -37,6 +37,7 @@ pub fn positions() -> Vec<Position> {
 pub struct Row {
     pub threads: usize,
     pub batch_per_thread: usize,
+    pub batches_in_flight_per_thread: usize,
     pub nodes_per_s: f64,
     /// Of those, positions the network evaluated (the rest were settled by the rules or
     /// the mate search, or were the root's).
@@ -86,15 +87,30 @@ pub fn run(
     evaluator: Arc<dyn Evaluator>,
     threads: Vec<usize>,
     batches: Vec<usize>,
+    in_flight: Vec<usize>,
     nodes: u32,
     json: bool,
 ) -> Result<()> {
+    if let Some(bad) = threads
+        .iter()
+        .chain(&batches)
+        .chain(&in_flight)
+        .find(|&&v| v == 0)
+    {
+        anyhow::bail!(
+            "bench search: threads, batch and in-flight values must be at least 1, got {bad}"
+        );
+    }
     let set = positions();
-    let mut configs = vec![(1, 1)];
+    let mut configs = vec![(1, 1, 1)];
     for &t in &threads {
         for &b in &batches {
-            if (t, b) != (1, 1) {
-                configs.push((t, b));
+            // Batches in flight per thread only matter with a pool (2 or more threads).
+            let depths = if t > 1 { &in_flight[..] } else { &[1][..] };
+            for &d in depths {
+                if (t, b, d) != (1, 1, 1) {
+                    configs.push((t, b, d));
+                }
             }
         }
     }
@@ -103,14 +119,15 @@ pub fn run(
     if !json {
         println!(
             "{} positions, go nodes {nodes} each, fresh tree per position\n\
-             threads  batch/thread   nodes/s  evals/s  avg batch  network pos/s  of network  net busy  speedup",
+             threads  batch/thread  in flight   nodes/s  evals/s  avg batch  network pos/s  of network  net busy  speedup",
             set.len()
         );
     }
-    for (t, b) in configs {
+    for (t, b, d) in configs {
         let options = EngineOptions {
             threads: t,
             batch_per_thread: b,
+            batches_per_thread: d,
             ..EngineOptions::one_thread()
         };
         let engine = crate::engine::engine(evaluator.clone(), options)?;
@@ -137,6 +154,7 @@ pub fn run(
         let row = Row {
             threads: t,
             batch_per_thread: b,
+            batches_in_flight_per_thread: d,
             nodes_per_s: nps,
             evaluations_per_s: evals as f64 / time,
             average_batch: batch_sum / set.len() as f64,
@@ -147,9 +165,10 @@ pub fn run(
         };
         if !json {
             println!(
-                "{:>7}  {:>12}  {:>8.0}  {:>7.0}  {:>9.1}  {:>13.0}  {:>9.0}%  {:>7.0}%  {:>6.2}x",
+                "{:>7}  {:>12}  {:>9}  {:>8.0}  {:>7.0}  {:>9.1}  {:>13.0}  {:>9.0}%  {:>7.0}%  {:>6.2}x",
                 row.threads,
                 row.batch_per_thread,
+                row.batches_in_flight_per_thread,
                 row.nodes_per_s,
                 row.evaluations_per_s,
                 row.average_batch,

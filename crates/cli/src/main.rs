@@ -141,6 +141,7 @@ fn main() -> Result<()> {
                 model,
                 threads,
                 batch,
+                in_flight,
                 nodes,
                 json,
             } => {
@@ -156,7 +157,7 @@ fn main() -> Result<()> {
                     }
                     false => threads,
                 };
-                bench_search::run(evaluator, threads, batch, nodes, json)
+                bench_search::run(evaluator, threads, batch, in_flight, nodes, json)
             }
             BenchCommand::Nn {
                 batch,

@@ -4,8 +4,8 @@
 //! calling thread, so it needs no locks.
 //!
 //! lc0 and KataGo both feed their networks batches gathered under virtual loss; this is the
-//! single-gatherer form of that (lc0's default), with one batch per worker in flight so that
-//! a worker never waits for another (`docs/experiments.md`, "The engine", measured splitting
+//! single-gatherer form of that (lc0's default), with one or more batches per worker in flight
+//! so that a worker never waits for another (`docs/experiments.md`, "The engine", measured splitting
 //! one batch over the threads).
 
 use std::sync::mpsc;
@@ -22,9 +22,13 @@ use crate::mcts::{Classifier, LeafResult, Search, SearchError, SearchResult};
 pub struct Batching<'p> {
     /// Leaves per batch (1: exactly the one-leaf search of [`Search::run`]).
     pub leaves: usize,
-    /// Workers that classify and evaluate batches, one batch each in flight; `None`: the
-    /// calling thread alone, one batch at a time.
+    /// Workers that classify and evaluate batches; `None`: the calling thread alone, one
+    /// batch at a time.
     pub pool: Option<&'p ThreadPool>,
+    /// Batches in flight per worker (with a pool): with 2, a worker that hands a batch back
+    /// finds the next one waiting instead of waiting while the gatherer backs up and gathers,
+    /// at the price of twice the leaves under virtual loss.
+    pub batches_per_worker: usize,
 }
 
 impl Batching<'_> {
@@ -33,6 +37,7 @@ impl Batching<'_> {
         Batching {
             leaves: 1,
             pool: None,
+            batches_per_worker: 1,
         }
     }
 }
@@ -115,12 +120,12 @@ impl Search {
             }
             return Ok(self.result());
         };
-        let workers = pool.current_num_threads().max(1);
+        let most_in_flight = pool.current_num_threads().max(1) * batching.batches_per_worker.max(1);
         pool.in_place_scope(|scope| -> Result<(), SearchError> {
             let (done_tx, done_rx) = mpsc::channel();
             let mut in_flight = 0;
             loop {
-                while in_flight < workers {
+                while in_flight < most_in_flight {
                     let Some(id) = self.gather(rng, leaves) else {
                         break;
                     };

@@ -50,6 +50,8 @@ pub struct EngineOptions {
     pub threads: usize,
     /// Leaves gathered per batch for each thread (the network's batch on one thread).
     pub batch_per_thread: usize,
+    /// Batches in flight per thread (see [`Batching::batches_per_worker`]).
+    pub batches_per_thread: usize,
     /// Time kept back from every move for the GUI and the pipe (UCI `Move Overhead`).
     pub move_overhead: Duration,
     /// Lines of play each [`Thought`] carries (UCI `MultiPV`).
@@ -70,6 +72,7 @@ impl EngineOptions {
         EngineOptions {
             threads: 1,
             batch_per_thread: 1,
+            batches_per_thread: 1,
             move_overhead: Duration::from_millis(DEFAULT_MOVE_OVERHEAD_MS),
             multipv: 1,
         }
@@ -80,19 +83,17 @@ impl EngineOptions {
         EngineOptions {
             threads: 1,
             batch_per_thread: DEFAULT_BATCH_PER_THREAD,
+            batches_per_thread: DEFAULT_BATCHES_PER_THREAD,
             move_overhead: Duration::from_millis(DEFAULT_MOVE_OVERHEAD_MS),
             multipv: 1,
         }
     }
-
-    /// Leaves per batch in all.
-    pub fn batch(&self) -> usize {
-        (self.threads * self.batch_per_thread).min(MAX_BATCH)
-    }
 }
 
 /// Leaves per thread in a batch (see `docs/experiments.md`, "The engine").
-pub const DEFAULT_BATCH_PER_THREAD: usize = 8;
+pub const DEFAULT_BATCH_PER_THREAD: usize = 16;
+/// Batches in flight per thread (the same section).
+pub const DEFAULT_BATCHES_PER_THREAD: usize = 1;
 /// Default `Move Overhead`, in milliseconds.
 pub const DEFAULT_MOVE_OVERHEAD_MS: u64 = 20;
 
@@ -360,8 +361,10 @@ impl Engine {
         // PUCT without noise never draws from it; the rng only satisfies the signature.
         let mut rng = rand::rngs::StdRng::seed_from_u64(0);
         let batching = Batching {
-            leaves: self.options.batch(),
+            // Each thread's network call is one batch of its own.
+            leaves: self.options.batch_per_thread,
             pool: self.pool.as_ref(),
+            batches_per_worker: self.options.batches_per_thread,
         };
         let multipv = self.options.multipv.max(1);
         // A kept tree's root was evaluated as a child, whose draw probability is not kept.

@@ -319,14 +319,14 @@ impl Classifier {
 }
 
 /// What a position handed out by [`Search::gather`] turned out to be: known without the
-/// network ([`Search::classify`]) or evaluated by it.
+/// network ([`Classifier::classify`]) or evaluated by it.
 #[derive(Clone, Debug)]
 pub enum LeafResult {
     Known(Verdict),
     Evaluated(Evaluation),
 }
 
-/// A leaf the rules or the mate search settle without the network (from [`Search::classify`]).
+/// A leaf the rules or the mate search settle without the network (from [`Classifier::classify`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Verdict {
     kind: Kind,

@@ -125,7 +125,15 @@ fn batches_spend_the_budget_and_keep_the_tree_sound() {
             // On the calling thread, and with batches in flight on three workers (whose
             // order of return, and so the search, varies from run to run).
             for pool in [None, Some(&pool)] {
-                let r = batched(&pos, 300, Batching { leaves, pool });
+                let r = batched(
+                    &pos,
+                    300,
+                    Batching {
+                        leaves,
+                        pool,
+                        batches_per_worker: 2,
+                    },
+                );
                 let what = format!(
                     "{} with {leaves} leaves, pool {}",
                     pos.fen(),
@@ -169,6 +177,7 @@ fn a_panicking_evaluator_on_a_worker_is_an_error_not_a_hang() {
     let batching = Batching {
         leaves: 4,
         pool: Some(&pool),
+        batches_per_worker: 1,
     };
     let failed = search.run_batched(
         &Failing(AtomicUsize::new(0)),
@@ -206,6 +215,7 @@ fn batches_spread_over_the_tree_and_fill_up() {
             Batching {
                 leaves: 16,
                 pool: None,
+                batches_per_worker: 1,
             },
             |_| Control::Continue,
         )
@@ -241,6 +251,7 @@ fn a_mate_is_found_and_played_in_batches() {
             Batching {
                 leaves: 8,
                 pool: None,
+                batches_per_worker: 1,
             },
             |_| Control::Continue,
         )
@@ -264,6 +275,7 @@ fn stopping_after_a_batch_leaves_a_usable_tree() {
     let batching = Batching {
         leaves: 8,
         pool: None,
+        batches_per_worker: 1,
     };
     let r = search
         .run_batched(&eval, 1000, false, &mut rng, batching, |_| {
