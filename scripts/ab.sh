@@ -4,7 +4,7 @@
 # Runs `yari run` on each config for the same wall time, one after the other on this machine
 # (so all see the same cores), exports each run's final best network, then plays
 #   1. each B's network against A's network (both at AB_SIMS simulations, AB_GAMES games), and
-#   2. each network against Fairy-Stockfish (AB_FSF, AB_FSF_GAMES games each),
+#   2. each network against each Fairy-Stockfish rung (AB_FSF, AB_FSF_GAMES games each),
 # and prints one table: generations and games of each run, every score with its 95% interval.
 # Several B configs share one run of the baseline A (it is played once, first), so testing k
 # changes costs k + 1 runs, not 2k. The table also lands in OUT/result.md; copy it, with the
@@ -19,7 +19,8 @@
 #                 resume: finished runs and matches are kept, a killed run or match continues
 #   AB_GAMES      games of each head-to-head match (default 200)
 #   AB_FSF_GAMES  games of each network against Fairy-Stockfish (default 100; 0 skips)
-#   AB_FSF        the outside opponent (default fsf[nodes=100])
+#   AB_FSF        the outside rungs, separated by spaces (default
+#                 "fsf[nodes=100] fsf[nodes=1000]")
 #   AB_SIMS       simulations per move of the networks in the matches (default 400)
 #   YARI          the yari binary (default target/release/yari)
 set -euo pipefail
@@ -39,7 +40,9 @@ configs=("${args[@]}")
 yari=${YARI:-target/release/yari}
 games=${AB_GAMES:-200}
 fsf_games=${AB_FSF_GAMES:-100}
-fsf=${AB_FSF:-fsf[nodes=100]}
+read -r -a rungs <<<"${AB_FSF:-fsf[nodes=100] fsf[nodes=1000]}"
+# A rung's file tag: its spec with every character outside [A-Za-z0-9] made '_'.
+tag_of() { printf '%s' "$1" | tr -c 'A-Za-z0-9' '_'; }
 sims=${AB_SIMS:-400}
 [ -x "$yari" ] || { echo "no yari binary at $yari (cargo build --release -p yari-cli)" >&2; exit 1; }
 for f in "${configs[@]}"; do [ -f "$f" ] || { echo "no config file $f" >&2; exit 1; }; done
@@ -118,14 +121,18 @@ for i in "${!configs[@]}"; do
     [ "$i" -gt 0 ] || continue
     play "$side-vs-a" "model:$out/$side.yari:$sims" "model:$out/a.yari:$sims" "$games" 4101
     if [ "$fsf_games" -gt 0 ]; then
-        play a-vs-fsf "model:$out/a.yari:$sims" "$fsf" "$fsf_games" 4102
-        play "$side-vs-fsf" "model:$out/$side.yari:$sims" "$fsf" "$fsf_games" 4102
+        for rung in "${rungs[@]}"; do
+            t=$(tag_of "$rung")
+            play "a-vs-$t" "model:$out/a.yari:$sims" "$rung" "$fsf_games" 4102
+            play "$side-vs-$t" "model:$out/$side.yari:$sims" "$rung" "$fsf_games" 4102
+        done
     fi
 done
 
-python3 - "$out" "$minutes" "$sims" "$fsf" "${configs[@]}" <<'PY' | tee "$out/result.md"
-import json, math, os, sys
-out, minutes, sims, fsf, *configs = sys.argv[1:]
+python3 - "$out" "$minutes" "$sims" "${rungs[*]}" "${configs[@]}" <<'PY' | tee "$out/result.md"
+import json, math, os, re, sys
+out, minutes, sims, rungs, *configs = sys.argv[1:]
+rungs = rungs.split()
 sides = "abcdefghijklmnopqrstuvwxyz"[: len(configs)]
 def run_line(side, cfg):
     summ = os.path.join(out, side, "summary.json")
@@ -158,6 +165,8 @@ print("| match | result for the first player (95% interval) |")
 print("|---|---|")
 for side in sides[1:]:
     print(f"| {side.upper()} against A | {score(side + '-vs-a')} |")
-for side in sides:
-    print(f"| {side.upper()} against {fsf} | {score(side + '-vs-fsf')} |")
+for rung in rungs:
+    tag = re.sub(r"[^A-Za-z0-9]", "_", rung)
+    for side in sides:
+        print(f"| {side.upper()} against `{rung}` | {score(side + '-vs-' + tag)} |")
 PY

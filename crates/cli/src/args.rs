@@ -95,6 +95,10 @@ pub enum Command {
         /// Optimizer steps (default: the config's steps_per_generation).
         #[arg(long)]
         steps: Option<u64>,
+        /// How far the run is, 0 to 1: the lr of the `run_cosine` schedule (`yari run`
+        /// passes its own progress; the step-based schedules ignore it).
+        #[arg(long, default_value_t = 0.0)]
+        run_progress: f64,
     },
     /// Draw a run's metrics (losses, Elo per generation) to PNG files under RUN_DIR/plots.
     Plot { run_dir: PathBuf },

@@ -84,6 +84,7 @@ fn main() -> Result<()> {
             run_dir,
             config,
             steps,
+            run_progress,
         } => {
             // Without --config, the run's own config (the one its checkpoints were made
             // with), and the built-in default only where there is no run yet.
@@ -93,7 +94,7 @@ fn main() -> Result<()> {
                 None if own.is_file() => yari_loop::RunConfig::load(Some(&own))?.train,
                 None => yari_loop::RunConfig::load(None)?.train,
             };
-            train_cmd::run(&run_dir, config, steps)
+            train_cmd::run(&run_dir, config, steps, run_progress)
         }
         Command::Plot { run_dir } => train_cmd::plot(&run_dir),
         Command::Arena {

@@ -10,10 +10,16 @@ use yari_train::{bench_train, plot::plot_run, TrainConfig, Trainer};
 /// `yari train --run-dir DIR [--config FILE] [--steps N]`: resumes (or starts) the trainer of
 /// the run and runs `steps` optimizer steps (default: the config's `steps_per_generation`)
 /// with a progress bar, then prints the mean losses.
-pub fn run(run_dir: &Path, config: TrainConfig, steps: Option<u64>) -> Result<()> {
+pub fn run(
+    run_dir: &Path,
+    config: TrainConfig,
+    steps: Option<u64>,
+    run_progress: f64,
+) -> Result<()> {
     let steps = steps.unwrap_or(config.steps_per_generation);
     let mut trainer = Trainer::open(run_dir, config)
         .with_context(|| format!("opening the trainer in {}", run_dir.display()))?;
+    trainer.set_run_progress(run_progress)?;
     eprintln!(
         "training {} steps from step {} in {}",
         steps,

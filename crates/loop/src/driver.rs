@@ -229,11 +229,12 @@ impl Loop {
                     }
                 };
                 let best = self.state.best.clone();
-                let out = phases::train(&self.dir, &self.config, g, &best, target, log)?;
+                let progress = self.progress();
+                let out = phases::train(&self.dir, &self.config, g, &best, target, progress, log)?;
                 let s = &mut self.state.summary;
                 if out.loss.is_some() {
-                    (s.loss, s.policy_loss, s.value_loss) =
-                        (out.loss, out.policy_loss, out.value_loss);
+                    (s.loss, s.policy_loss, s.value_loss, s.lr) =
+                        (out.loss, out.policy_loss, out.value_loss, out.lr);
                 }
                 s.train_step = out.step;
                 s.candidate = out.candidate;

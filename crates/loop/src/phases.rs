@@ -262,6 +262,8 @@ pub struct TrainOutcome {
     pub policy_loss: Option<f64>,
     /// Mean value loss.
     pub value_loss: Option<f64>,
+    /// Learning rate of the last step run (`None`: none were left to run).
+    pub lr: Option<f64>,
     /// Trainer step after training.
     pub step: u64,
     /// The candidate written, relative to the run directory.
@@ -276,15 +278,18 @@ pub fn train_target(run: &RunDir, config: &RunConfig) -> Result<u64, LoopError> 
 
 /// Trains up to step `target` (resuming a killed session's steps) and writes generation `g`'s
 /// candidate `models/gen-NNNN.yari`, recording `parent` as the network it descends from.
+/// `run_progress` (in [0, 1], [`crate::RunSection::progress`]) sets a `run_cosine` lr.
 pub fn train(
     run: &RunDir,
     config: &RunConfig,
     g: u32,
     parent: &str,
     target: u64,
+    run_progress: f64,
     log: Log,
 ) -> Result<TrainOutcome, LoopError> {
     let mut trainer = Trainer::open(run.root(), config.train.clone())?;
+    trainer.set_run_progress(run_progress.clamp(0.0, 1.0))?;
     let steps = target.saturating_sub(trainer.step());
     log(&format!(
         "generation {g}: training {steps} steps (to step {target})"
@@ -293,11 +298,12 @@ pub fn train(
     if steps > 0 {
         let s = trainer.train_steps(steps, true)?;
         log(&format!(
-            "generation {g}: loss {:.4} (policy {:.4}, value {:.4}), {:.0} positions/s",
-            s.loss, s.policy_loss, s.value_loss, s.samples_per_s
+            "generation {g}: loss {:.4} (policy {:.4}, value {:.4}), lr {:.2e}, {:.0} positions/s",
+            s.loss, s.policy_loss, s.value_loss, s.lr, s.samples_per_s
         ));
         (out.loss, out.policy_loss, out.value_loss) =
             (Some(s.loss), Some(s.policy_loss), Some(s.value_loss));
+        out.lr = Some(s.lr);
     }
     out.candidate = RunPaths::model_rel(g);
     trainer.save_checkpoint(

@@ -188,6 +188,10 @@ pub struct GenerationSummary {
     pub value_loss: Option<f64>,
     /// Trainer step after training.
     pub train_step: u64,
+    /// Learning rate of the generation's last training step (`None`: no step was run, or
+    /// a summary written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr: Option<f64>,
     /// The candidate trained in this generation, relative to the run directory.
     pub candidate: String,
     /// Whether the candidate became the best.

@@ -192,6 +192,11 @@ pub struct SearchResult {
     pub nodes: usize,
     /// The rules' result when the root itself is terminal.
     pub terminal: Option<Outcome>,
+    /// Whether `moves`' priors are the network's. False when the mate search settled the
+    /// root before the network saw it: the priors are then a uniform placeholder, and a
+    /// search target measured against them (surprise) would be about ln(legal moves) nats
+    /// of nothing the network got wrong.
+    pub priors_from_network: bool,
 }
 
 /// One root move's line of play ([`Search::lines`]).
@@ -1194,7 +1199,8 @@ impl Search {
     }
 
     /// The result at a root with a forced mate: its first move is played and is the whole
-    /// policy target. The root was never evaluated, so the other moves show a uniform prior.
+    /// policy target. The root was never evaluated, so the moves show a uniform placeholder
+    /// prior (`priors_from_network` false).
     fn mate_result(&self, mate: Move) -> SearchResult {
         let legal = self.root_pos.legal_moves();
         let uniform = 1.0 / legal.len().max(1) as f32;
@@ -1221,6 +1227,7 @@ impl Search {
             simulations: self.done,
             nodes: self.nodes.len(),
             terminal: None,
+            priors_from_network: false,
         }
     }
 
@@ -1292,6 +1299,7 @@ impl Search {
             simulations: self.done,
             nodes: self.nodes.len(),
             terminal,
+            priors_from_network: root.kind == Kind::Expanded,
         }
     }
 }

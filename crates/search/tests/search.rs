@@ -161,8 +161,19 @@ fn mate_check_plays_the_mate_without_evaluating() {
             assert_distribution_over_legal_moves(&pos, &r.policy);
             assert_eq!(r.policy.iter().find(|(m, _)| *m == mv).unwrap().1, 1.0);
             assert_eq!(r.moves.len(), pos.legal_moves().len());
+            assert!(
+                !r.priors_from_network,
+                "the network never saw the root: its priors are a placeholder"
+            );
         }
     }
+    // A root the network evaluated says so.
+    let mut search = Search::new(Position::startpos(), SearchConfig::default()).unwrap();
+    let counter = Counting(AtomicUsize::new(0));
+    let r = search
+        .run(&counter, &Limits::simulations(8), false, &mut rng())
+        .unwrap();
+    assert!(r.priors_from_network);
 }
 
 /// A mate threat costs the search one visit per move it looks at instead of a subtree deep

@@ -696,8 +696,13 @@ pub fn bench_selfplay(
 /// KL divergence (nats) of the search's training target from the priors the search started
 /// from at the root: what the search taught the policy in this position. Priors are floored
 /// at 1e-6 so that a move the network all but ruled out counts as very surprising, not as
-/// infinitely so.
+/// infinitely so. A root the mate search settled before the network saw it has no
+/// network priors to be surprised against: its surprise is 0, so surprise weighting does not
+/// over-sample solved positions.
 pub fn surprise(result: &yari_search::SearchResult) -> f32 {
+    if !result.priors_from_network {
+        return 0.0;
+    }
     let kl: f64 = result
         .moves
         .iter()
@@ -718,6 +723,44 @@ pub fn surprise(result: &yari_search::SearchResult) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Surprise is the KL of the target from the network's priors, and nothing at a root whose
+    /// priors are a placeholder (the mate search settled it before the network saw it).
+    #[test]
+    fn surprise_is_zero_where_the_network_gave_no_priors() {
+        let pos = Position::startpos();
+        let legal = pos.legal_moves();
+        let n = legal.len();
+        let uniform = 1.0 / n as f32;
+        let result = |priors_from_network| yari_search::SearchResult {
+            best_move: Some(legal[0]),
+            root_value: 1.0,
+            moves: legal
+                .iter()
+                .map(|&mv| yari_search::MoveStats {
+                    mv,
+                    prior: uniform,
+                    visits: u32::from(mv == legal[0]),
+                    q: None,
+                })
+                .collect(),
+            policy: legal
+                .iter()
+                .map(|&mv| (mv, if mv == legal[0] { 1.0 } else { 0.0 }))
+                .collect(),
+            pv: vec![legal[0]],
+            simulations: 1,
+            nodes: 1,
+            terminal: None,
+            priors_from_network,
+        };
+        let kl = surprise(&result(true));
+        assert!(
+            ((kl as f64) - (n as f64).ln()).abs() < 1e-4,
+            "{kl} against ln {n}"
+        );
+        assert_eq!(surprise(&result(false)), 0.0);
+    }
 
     /// Every handicap start is a legal position (it survives a FEN round trip, which refuses a
     /// side not to move in check, for instance) with one side complete and the other short.

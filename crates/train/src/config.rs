@@ -44,9 +44,16 @@ pub enum LrScheduleKind {
     Step,
     /// Cosine decay from `lr` to `min_lr` over `cosine_steps`, then `min_lr`.
     Cosine,
+    /// Cosine decay from `lr` to `min_lr` over the run's progress (the fraction of its wall
+    /// time or generations spent), so a run on a faster or slower machine gets the same
+    /// shape; a schedule in steps sized to one day's speed left run 9 at `min_lr` for 138
+    /// of its 238 generations.
+    #[serde(rename = "run_cosine")]
+    RunCosine,
 }
 
-/// Learning-rate schedule. A pure function of the step, so resuming needs no scheduler state.
+/// Learning-rate schedule. A pure function of the step and the run's progress, so resuming
+/// needs no scheduler state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LrConfig {
@@ -82,8 +89,9 @@ impl Default for LrConfig {
 }
 
 impl LrConfig {
-    /// The learning rate for optimizer step `step` (0-based: the first update uses step 0).
-    pub fn lr_at(&self, step: u64) -> f64 {
+    /// The learning rate for optimizer step `step` (0-based: the first update uses step 0)
+    /// at `run_progress` (0 at the start of the run, 1 at its end; only `run_cosine` reads it).
+    pub fn lr_at(&self, step: u64, run_progress: f64) -> f64 {
         if step < self.warmup_steps {
             return self.lr * (step + 1) as f64 / self.warmup_steps as f64;
         }
@@ -96,10 +104,22 @@ impl LrConfig {
             }
             LrScheduleKind::Cosine => {
                 let progress = (t as f64 / self.cosine_steps.max(1) as f64).min(1.0);
-                let cos = 0.5 * (1.0 + (std::f64::consts::PI * progress).cos());
-                self.min_lr + (self.lr - self.min_lr) * cos
+                self.cosine(progress)
+            }
+            LrScheduleKind::RunCosine => {
+                let progress = if run_progress.is_finite() {
+                    run_progress.clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                self.cosine(progress)
             }
         }
+    }
+
+    fn cosine(&self, progress: f64) -> f64 {
+        let cos = 0.5 * (1.0 + (std::f64::consts::PI * progress).cos());
+        self.min_lr + (self.lr - self.min_lr) * cos
     }
 }
 
@@ -347,8 +367,8 @@ impl TrainConfig {
                     );
                 }
             }
-            LrScheduleKind::Cosine => {
-                if lr.cosine_steps == 0 {
+            LrScheduleKind::Cosine | LrScheduleKind::RunCosine => {
+                if lr.schedule == LrScheduleKind::Cosine && lr.cosine_steps == 0 {
                     return bad(
                         "lr.cosine_steps",
                         "must be at least 1 for the cosine schedule".into(),
@@ -592,17 +612,43 @@ mod tests {
             warmup_steps: 10,
             ..LrConfig::default()
         };
-        assert!((lr.lr_at(0) - 0.002).abs() < 1e-12);
-        assert_eq!(lr.lr_at(9), 0.02);
-        assert_eq!(lr.lr_at(1000), 0.02);
+        assert!((lr.lr_at(0, 0.0) - 0.002).abs() < 1e-12);
+        assert_eq!(lr.lr_at(9, 0.0), 0.02);
+        assert_eq!(lr.lr_at(1000, 0.0), 0.02);
         lr.schedule = LrScheduleKind::Step;
         lr.step_every = 100;
-        assert!((lr.lr_at(10 + 250) - 0.0002).abs() < 1e-12);
+        assert!((lr.lr_at(10 + 250, 0.0) - 0.0002).abs() < 1e-12);
         lr.schedule = LrScheduleKind::Cosine;
         lr.cosine_steps = 100;
-        assert_eq!(lr.lr_at(10), 0.02);
-        assert!((lr.lr_at(60) - (0.0002 + 0.0198 * 0.5)).abs() < 1e-9);
-        assert!((lr.lr_at(10_000) - 0.0002).abs() < 1e-12);
+        assert_eq!(lr.lr_at(10, 0.0), 0.02);
+        assert!((lr.lr_at(60, 0.0) - (0.0002 + 0.0198 * 0.5)).abs() < 1e-9);
+        assert!((lr.lr_at(10_000, 0.0) - 0.0002).abs() < 1e-12);
+        // The step schedules do not read the run's progress.
+        assert_eq!(lr.lr_at(60, 0.9), lr.lr_at(60, 0.1));
+    }
+
+    #[test]
+    fn the_run_cosine_follows_the_runs_progress_not_its_steps() {
+        let lr = LrConfig {
+            schedule: LrScheduleKind::RunCosine,
+            warmup_steps: 10,
+            lr: 0.02,
+            min_lr: 0.002,
+            ..LrConfig::default()
+        };
+        // Warm-up is still counted in steps.
+        assert!((lr.lr_at(0, 0.5) - 0.002).abs() < 1e-12);
+        // Past it, the step does not matter: only how far the run is.
+        for step in [10, 1_000, 1_000_000] {
+            assert!((lr.lr_at(step, 0.0) - 0.02).abs() < 1e-12);
+            assert!((lr.lr_at(step, 0.5) - 0.011).abs() < 1e-12);
+            assert!((lr.lr_at(step, 1.0) - 0.002).abs() < 1e-12);
+        }
+        assert!(lr.lr_at(20, 0.25) > lr.lr_at(20, 0.5));
+        // Out-of-range progress is clamped, never extrapolated.
+        assert_eq!(lr.lr_at(20, 7.0), lr.lr_at(20, 1.0));
+        assert_eq!(lr.lr_at(20, -1.0), lr.lr_at(20, 0.0));
+        assert_eq!(lr.lr_at(20, f64::NAN), lr.lr_at(20, 0.0));
     }
 
     #[test]

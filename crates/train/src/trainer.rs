@@ -227,6 +227,8 @@ pub(crate) struct Stepper {
     pub(crate) step: u64,
     /// How gradients are computed.
     pub(crate) path: TrainPath,
+    /// How far the run is, in [0, 1], for the `run_cosine` lr schedule.
+    pub(crate) run_progress: f64,
 }
 
 /// The numbers of one step, before they become [`StepMetrics`].
@@ -249,6 +251,7 @@ impl Stepper {
             optim,
             step: 0,
             path,
+            run_progress: 0.0,
         }
     }
 
@@ -266,7 +269,7 @@ impl Stepper {
     /// configured global norm on the device, and a single read-back at the end brings the
     /// losses, the norm and a finiteness probe of the updated weights to the host.
     pub(crate) fn step(&mut self, batch: &Batch) -> Result<StepOutcome, TrainError> {
-        let lr = self.config.lr.lr_at(self.step);
+        let lr = self.config.lr.lr_at(self.step, self.run_progress);
         let net = self.net.take().expect("net present between steps");
         let (net, grads, losses) = match self.path {
             TrainPath::Burn => self.burn_grads(net, batch),
@@ -589,6 +592,19 @@ impl Trainer {
         self.stepper.step
     }
 
+    /// Tells the trainer how far its run is (0 at the start, 1 at the end): the `run_cosine`
+    /// lr schedule reads it; the step-based schedules do not. A trainer opened outside a run
+    /// stays at 0. Errors: a value outside [0, 1].
+    pub fn set_run_progress(&mut self, progress: f64) -> Result<(), TrainError> {
+        if !(0.0..=1.0).contains(&progress) {
+            return Err(TrainError::Config(format!(
+                "run progress must be in [0, 1], got {progress}"
+            )));
+        }
+        self.stepper.run_progress = progress;
+        Ok(())
+    }
+
     /// How the steps compute their gradients ([`TrainPath::detect`] when opened).
     pub fn train_path(&self) -> TrainPath {
         self.stepper.path
@@ -676,7 +692,9 @@ impl Trainer {
         );
         let start = Instant::now();
         let mut sums = [0.0f64; 4];
-        let mut last_lr = config.lr.lr_at(self.stepper.step);
+        let mut last_lr = config
+            .lr
+            .lr_at(self.stepper.step, self.stepper.run_progress);
         for _ in 0..n {
             let t = Instant::now();
             let batch = producer.next_batch()?;
