@@ -1,5 +1,6 @@
 //! Playing one game between two players, and its record.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -227,6 +228,32 @@ pub fn play_game(
     round: usize,
     seed: u64,
 ) -> (GameRecord, Option<Color>) {
+    play_game_until(
+        white,
+        black,
+        opening,
+        opening_index,
+        config,
+        round,
+        seed,
+        None,
+    )
+    .expect("a game without an interrupt flag always finishes")
+}
+
+/// [`play_game`] that gives up before any move once `interrupt` is raised: `None` then, the
+/// game unfinished (a match stopped from outside does not score half-played games).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn play_game_until(
+    white: &mut dyn Player,
+    black: &mut dyn Player,
+    opening: &Opening,
+    opening_index: usize,
+    config: &GameConfig,
+    round: usize,
+    seed: u64,
+    interrupt: Option<&AtomicBool>,
+) -> Option<(GameRecord, Option<Color>)> {
     // An unreadable start FEN is a bug in the opening list; fall back to the start position.
     let (mut pos, start_fen) = match Position::from_fen(&opening.start_fen) {
         Ok(pos) => (pos, opening.start_fen.clone()),
@@ -284,6 +311,9 @@ pub fn play_game(
 
     if started {
         loop {
+            if interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst)) {
+                return None;
+            }
             if let Some(outcome) = pos.outcome_with_ply_cap(config.ply_cap) {
                 record.winner = outcome.winner.map(Side::from);
                 record.reason = outcome.reason.into();
@@ -303,6 +333,11 @@ pub fn play_game(
             let asked = Instant::now();
             let answer = player.choose_move(&view);
             let took = asked.elapsed();
+            // A Ctrl-C in a terminal reaches the engines too: an engine that died of it has
+            // not lost the game, the game was interrupted.
+            if interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst)) {
+                return None;
+            }
             record
                 .move_ms
                 .push((took.as_secs_f64() * 1e5).round() / 100.0);
@@ -380,5 +415,5 @@ pub fn play_game(
         None => "1/2-1/2",
     }
     .to_string();
-    (record, broken)
+    Some((record, broken))
 }

@@ -4,13 +4,13 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ArenaError;
-use crate::game::{play_game, GameConfig, GameRecord, Reason};
+use crate::game::{play_game_until, GameConfig, GameRecord, Reason};
 use crate::jsonl;
 use crate::openings::{random_openings, Opening};
 use crate::player::{Player, PlayerFactory};
@@ -39,6 +39,13 @@ pub struct MatchConfig {
     pub games_file: Option<PathBuf>,
     /// Seeds the openings and every game's seed.
     pub seed: u64,
+    /// Print a line for every finished game with the running score and its interval (above
+    /// the progress bar on a terminal, plain lines otherwise), as cutechess-cli does.
+    pub game_lines: bool,
+    /// Raised from outside (a signal handler) to stop the match: no game starts after it, the
+    /// games in flight end at their next move unscored and unwritten, and the result holds
+    /// the finished games with `interrupted` set.
+    pub interrupt: Option<Arc<AtomicBool>>,
 }
 
 impl Default for MatchConfig {
@@ -53,6 +60,8 @@ impl Default for MatchConfig {
             progress: false,
             games_file: None,
             seed: 0x5eed,
+            game_lines: false,
+            interrupt: None,
         }
     }
 }
@@ -71,6 +80,10 @@ pub struct MatchResult {
     pub sprt: Option<SprtStatus>,
     pub games_planned: usize,
     pub stopped_early: bool,
+    /// The match was stopped from outside ([`MatchConfig::interrupt`]) before its planned
+    /// games were played.
+    #[serde(default)]
+    pub interrupted: bool,
     /// How many games ended for each reason.
     pub reasons: HashMap<Reason, u64>,
     /// Every game, in round order.
@@ -171,15 +184,19 @@ pub fn run_match(
         ProgressBar::hidden()
     };
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-            .expect("static template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} games ({eta} left) {msg}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
     );
     let (a_name, b_name) = (a.name(), b.name());
     bar.set_message(format!("{a_name} vs {b_name}"));
 
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    let interrupt = config.interrupt.as_deref();
+    let interrupted = || interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst));
     let shared = Mutex::new(Shared {
         wdl: Wdl::default(),
         pairs: Pentanomial::default(),
@@ -199,7 +216,7 @@ pub fn run_match(
             stop.store(true, Ordering::SeqCst);
         };
         loop {
-            if stop.load(Ordering::SeqCst) {
+            if stop.load(Ordering::SeqCst) || interrupted() {
                 break;
             }
             let round = next.fetch_add(1, Ordering::SeqCst);
@@ -228,26 +245,23 @@ pub fn run_match(
             };
             let opening_index = (round / 2) % openings.len();
             let seed = splitmix(config.seed ^ splitmix(round as u64));
-            let (record, broken) = if a_color == Color::White {
-                play_game(
-                    pa_ref,
-                    pb_ref,
-                    &openings[opening_index],
-                    opening_index,
-                    &config.game,
-                    round,
-                    seed,
-                )
+            let (white, black) = if a_color == Color::White {
+                (&mut *pa_ref, &mut *pb_ref)
             } else {
-                play_game(
-                    pb_ref,
-                    pa_ref,
-                    &openings[opening_index],
-                    opening_index,
-                    &config.game,
-                    round,
-                    seed,
-                )
+                (&mut *pb_ref, &mut *pa_ref)
+            };
+            let Some((record, broken)) = play_game_until(
+                white,
+                black,
+                &openings[opening_index],
+                opening_index,
+                &config.game,
+                round,
+                seed,
+                interrupt,
+            ) else {
+                // Interrupted mid-game: not scored, not written.
+                break;
             };
             // A dead or hung engine is replaced by a fresh one for the next game.
             if let Some(side) = broken {
@@ -284,10 +298,29 @@ pub fn run_match(
                 }
             }
             let e = s.wdl.elo();
-            bar.set_message(format!(
-                "{a_name} vs {b_name}: +{} ={} -{}  Elo {:+.0} [{:+.0}, {:+.0}]",
+            let running = format!(
+                "+{} ={} -{}  Elo {:+.0} [{:+.0}, {:+.0}]",
                 s.wdl.wins, s.wdl.draws, s.wdl.losses, e.elo, e.low, e.high
-            ));
+            );
+            if config.game_lines {
+                let record = s.games.last().expect("just pushed");
+                let line = format!(
+                    "game {} of {}: {} - {} {} by {}, {} plies | {a_name} {running}",
+                    s.wdl.games(),
+                    config.games,
+                    record.white,
+                    record.black,
+                    record.result,
+                    record.reason.as_str(),
+                    record.moves.len()
+                );
+                if bar.is_hidden() {
+                    eprintln!("{line}");
+                } else {
+                    bar.println(line);
+                }
+            }
+            bar.set_message(format!("{a_name} vs {b_name}: {running}"));
             bar.inc(1);
         }
     };
@@ -320,6 +353,7 @@ pub fn run_match(
         sprt,
         games_planned: config.games,
         stopped_early: s.sprt_stop.is_some() && (games.len() < config.games),
+        interrupted: interrupted() && games.len() < config.games,
         reasons: s.reasons,
         games,
     })

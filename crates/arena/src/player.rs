@@ -33,6 +33,13 @@ pub enum PlayerError {
         #[source]
         source: std::io::Error,
     },
+    /// A file the engine needs is missing (an engine that is not installed).
+    #[error("{engine} is not installed: {} does not exist; install it with `{install}`", file.display())]
+    NotInstalled {
+        engine: String,
+        file: std::path::PathBuf,
+        install: String,
+    },
     /// The engine exited or closed its output.
     #[error("engine died while waiting for {waiting_for}{}", status.as_ref().map(|s| format!(" ({s})")).unwrap_or_default())]
     Died {

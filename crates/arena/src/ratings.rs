@@ -82,7 +82,8 @@ impl RatingList {
                 "{:>4}  {:<width$}  {:>+7.1}  {:>6.1}  {:>6}  {:>5.1}%  {:>6}  {:>6}  {:>6}\n",
                 i + 1,
                 r.name,
-                r.elo,
+                // What prints as 0.0 is 0: not "-0.0" for the anchor or a hair below it.
+                if r.elo.abs() < 0.05 { 0.0 } else { r.elo },
                 r.error,
                 r.games,
                 100.0 * r.score,
@@ -336,4 +337,38 @@ fn invert(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
             .map(|r| (0..n).map(|c| columns[c][r]).collect())
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// The anchor (and any rating that rounds to zero) prints as +0.0, never -0.0.
+    #[test]
+    fn a_zero_rating_prints_without_a_sign_flip() {
+        let rating = |name: &str, elo: f64| Rating {
+            name: name.into(),
+            elo,
+            error: 0.0,
+            games: 2,
+            wins: 1,
+            draws: 0,
+            losses: 1,
+            score: 0.5,
+        };
+        let list = RatingList {
+            anchor: "random".into(),
+            ratings: vec![
+                rating("gen-0001", 12.34),
+                rating("random", -0.0),
+                rating("gen-0000", -0.04),
+            ],
+            unrated: Vec::new(),
+            games: 2,
+        };
+        let table = list.to_table();
+        assert!(!table.contains("-0.0"), "{table}");
+        assert!(table.contains("+12.3"), "{table}");
+        assert_eq!(table.matches("   +0.0").count(), 2, "{table}");
+    }
 }

@@ -41,6 +41,9 @@ use crate::uci::{SearchLimit, UciConfig};
 /// Where `fsf` looks for the npm build's `uci.js` unless `YARI_FSF_JS` says otherwise.
 pub const DEFAULT_FSF_JS: &str = ".fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js";
 
+/// The command that installs Fairy-Stockfish's npm build where `fsf` looks for it.
+pub const FSF_INSTALL: &str = "npm install --prefix .fsf fairy-stockfish-nnue.wasm";
+
 /// Deepest `alphabeta:N`: the material search doubles its time every ply or so, and depth 6
 /// already takes minutes a move, so anything near this is a typo, not a player.
 pub const MAX_ALPHABETA_DEPTH: u32 = 32;
@@ -296,8 +299,10 @@ impl PlayerSpec {
                 None => unreachable!(),
             };
             let js = std::env::var("YARI_FSF_JS").unwrap_or_else(|_| DEFAULT_FSF_JS.to_string());
-            let argv = vec!["node".into(), "--no-experimental-fetch".into(), js];
-            return uci_spec(text, argv, opts).map(PlayerSpec::Uci);
+            let argv = vec!["node".into(), "--no-experimental-fetch".into(), js.clone()];
+            let mut config = uci_spec(text, argv, opts)?;
+            config.requires = Some((js.into(), FSF_INSTALL.to_string()));
+            return Ok(PlayerSpec::Uci(config));
         }
         if let Some(rest) = text.strip_prefix("uci") {
             let (opts, command) = if let Some(command) = rest.strip_prefix(':') {

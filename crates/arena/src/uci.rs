@@ -103,6 +103,10 @@ pub struct UciConfig {
     pub timeout: Duration,
     /// Extra `setoption name N value V` lines, sent after the variant.
     pub options: Vec<(String, String)>,
+    /// A file the engine cannot run without and the command that installs it: checked
+    /// before the engine starts, so a missing install is an error that says how to fix it
+    /// rather than an engine that died during the handshake.
+    pub requires: Option<(std::path::PathBuf, String)>,
 }
 
 impl UciConfig {
@@ -114,6 +118,7 @@ impl UciConfig {
             limit: SearchLimit::Nodes(1000),
             timeout: Duration::from_secs(30),
             options: Vec::new(),
+            requires: None,
         }
     }
 }
@@ -145,6 +150,15 @@ impl UciEngine {
             .argv
             .split_first()
             .ok_or_else(|| PlayerError::Protocol("empty engine command".into()))?;
+        if let Some((file, install)) = &config.requires {
+            if !file.is_file() {
+                return Err(PlayerError::NotInstalled {
+                    engine: config.name.clone(),
+                    file: file.clone(),
+                    install: install.clone(),
+                });
+            }
+        }
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())

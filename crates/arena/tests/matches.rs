@@ -141,6 +141,7 @@ fn result_with(wdl: Wdl, sprt: Option<SprtStatus>) -> MatchResult {
         sprt,
         games_planned: wdl.games() as usize,
         stopped_early: false,
+        interrupted: false,
         reasons: Default::default(),
         games: Vec::new(),
     }

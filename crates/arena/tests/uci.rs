@@ -340,3 +340,41 @@ fn a_match_whose_engine_cannot_start_is_an_error() {
         other => panic!("expected a build error, got {other:?}"),
     }
 }
+
+/// An engine whose install is missing is named with the command that installs it, not as an
+/// engine that died during the handshake; `fsf` knows its own install command.
+#[test]
+fn a_missing_install_is_named_with_its_fix() {
+    let mut config = fake("legal", None);
+    config.requires = Some((
+        PathBuf::from("/nonexistent/yari-test/uci.js"),
+        "npm install --prefix .fsf fairy-stockfish-nnue.wasm".into(),
+    ));
+    let Err(err) = UciPlayer::start(config.clone()) else {
+        panic!("started without its install");
+    };
+    assert!(matches!(err, PlayerError::NotInstalled { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("/nonexistent/yari-test/uci.js does not exist"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`npm install --prefix .fsf fairy-stockfish-nnue.wasm`"),
+        "{text}"
+    );
+    // With the file there, the same engine starts.
+    config.requires = Some((config_script(), "unused".into()));
+    assert!(UciPlayer::start(config).is_ok());
+
+    let PlayerSpec::Uci(fsf) = PlayerSpec::parse("fsf[nodes=100]").unwrap() else {
+        panic!("fsf is a UCI engine");
+    };
+    let (file, install) = fsf.requires.expect("fsf checks its install");
+    assert!(file.ends_with("uci.js"), "{}", file.display());
+    assert_eq!(install, yari_arena::spec::FSF_INSTALL);
+}
+
+fn config_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_uci.sh")
+}

@@ -6,6 +6,8 @@
 //! and `fsf[...]` for Fairy-Stockfish's npm build under `.fsf/` (or `$YARI_FSF_JS`).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::Context;
 use yari_arena::{
@@ -86,6 +88,8 @@ pub fn run(
         progress: options.progress,
         games_file: options.games_file.clone(),
         seed: options.seed,
+        game_lines: true,
+        interrupt: Some(interrupt_on_signal()),
     };
     // Factories load checkpoints once, before any game starts.
     let fa = pa.factory()?;
@@ -95,7 +99,29 @@ pub fn run(
     if json {
         println!("{}", serde_json::to_string(&summary(&result))?);
     }
+    if result.interrupted {
+        // The score so far is printed (and every finished game is in the games file).
+        std::process::exit(INTERRUPTED);
+    }
     Ok(())
+}
+
+/// Exit status of a match ended by a signal (128 + SIGINT, as shells report it).
+const INTERRUPTED: i32 = 130;
+
+/// The first SIGINT or SIGTERM stops the match: no new game starts, the games in flight end
+/// at their next move unscored, and the table of the finished games is printed. A second one
+/// ends the process at once (every finished game is already in the games file).
+fn interrupt_on_signal() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let raised = flag.clone();
+    let _ = ctrlc::set_handler(move || {
+        if raised.swap(true, Ordering::SeqCst) {
+            std::process::exit(INTERRUPTED);
+        }
+        eprintln!("\ninterrupted: finishing with the games played so far");
+    });
+    flag
 }
 
 /// The match as plain text.
@@ -108,6 +134,8 @@ pub fn table(r: &MatchResult, games_file: Option<&Path>) -> String {
         r.wdl.games(),
         if r.stopped_early {
             format!(" (of {} planned; stopped by SPRT)", r.games_planned)
+        } else if r.interrupted {
+            format!(" (of {} planned; interrupted)", r.games_planned)
         } else {
             String::new()
         }
@@ -187,6 +215,7 @@ pub fn summary(r: &MatchResult) -> serde_json::Value {
         "pairs": r.pairs.counts,
         "sprt": r.sprt,
         "stopped_early": r.stopped_early,
+        "interrupted": r.interrupted,
         "reasons": reasons,
         "move_times": r.move_times(),
     })

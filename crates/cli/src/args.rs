@@ -73,6 +73,7 @@ pub enum Command {
         /// Network checkpoint (default: uniform priors, no network).
         #[arg(long)]
         model: Option<PathBuf>,
+        /// Games to play.
         #[arg(long)]
         games: usize,
         /// Output directory for the shards (e.g. RUN_DIR/games/extra-1).
@@ -85,6 +86,7 @@ pub enum Command {
     },
     /// Train the network of a run directory on its self-play games.
     Train {
+        /// The run directory whose games to train on and whose trainer to resume.
         #[arg(long)]
         run_dir: PathBuf,
         /// Training config: a TOML file with a run config's `[train]` fields, or a whole run
@@ -106,11 +108,16 @@ pub enum Command {
     /// model[c_puct=X,fpu=X,reuse=0|1,mate=N,gumbel=N,pst=X]:FILE:SIMS, uci:COMMAND,
     /// uci[nodes=N,movetime=MS]:COMMAND, fsf[nodes=N].
     Arena {
+        /// The first player (results are from its side), as a player spec: e.g.
+        /// `model:data/models/default.yari:400`, `fsf[nodes=1000]`, `uci[movetime=200]:yari uci`.
         #[arg(long)]
         a: String,
+        /// The second player, as a player spec.
         #[arg(long)]
         b: String,
-        #[arg(long, default_value_t = 100)]
+        /// Games to play, 1 to 1,000,000 (both colours of each opening; fewer when the SPRT
+        /// decides).
+        #[arg(long, default_value_t = 100, value_parser = parse_match_games)]
         games: usize,
         /// Stop early by SPRT with these Elo bounds, e.g. 0,50.
         #[arg(long, value_parser = parse_pair)]
@@ -131,6 +138,7 @@ pub enum Command {
         /// Random plies from the start position before the players take over.
         #[arg(long, default_value_t = 4)]
         opening_plies: usize,
+        /// Seed of the random openings and of every game.
         #[arg(long, default_value_t = 0x5eed)]
         seed: u64,
         /// Also print the result as one JSON object.
@@ -140,25 +148,34 @@ pub enum Command {
     /// One rating list (Bradley-Terry, random = 0) over every arena game of a run.
     Ratings {
         run_dir: PathBuf,
+        /// Print the list as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Write a self-contained network file from a run (its best network by default).
     Export {
+        /// The run directory to export from.
         #[arg(long)]
         run_dir: PathBuf,
         /// `best`, or a checkpoint path.
         #[arg(long, default_value = "best")]
         checkpoint: String,
+        /// The network file to write (e.g. my-net.yari).
         #[arg(long)]
         out: PathBuf,
         /// Ship the mean of the checkpoint's weights and those of the N-1 generations before
         /// it (stochastic weight averaging); 1 exports the checkpoint as it is.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         average: u32,
+        /// `yari`: the project's own file; `onnx`: an ONNX model for other tools (batch norm
+        /// folded; inputs and outputs in docs/network.md).
+        #[arg(long, value_enum, default_value = "yari")]
+        format: crate::export_cmd::ExportFormat,
     },
     /// Count the leaf nodes of the legal move tree (the last line printed is the count).
     Perft {
+        /// Plies to count, 0 to 20 (depth 6 already takes minutes).
+        #[arg(value_parser = clap::value_parser!(u32).range(0..=20))]
         depth: u32,
         /// Position to start from (default: the start position).
         #[arg(long)]
@@ -170,6 +187,7 @@ pub enum Command {
     /// Print the sorted legal moves of a position on one line; with no --fen, one line per FEN
     /// read from standard input.
     Legal {
+        /// The position, as a Fairy-Stockfish FEN.
         #[arg(long)]
         fen: Option<String>,
     },
@@ -211,6 +229,7 @@ pub enum BenchCommand {
     /// default run's network and self-play settings, or those of --config (an untrained
     /// network; YARI_BENCH_SECONDS sets the duration, RAYON_NUM_THREADS the threads).
     Selfplay {
+        /// Print the figures as one JSON object.
         #[arg(long)]
         json: bool,
         /// A run config whose network and self-play settings to measure.
@@ -220,6 +239,7 @@ pub enum BenchCommand {
     /// Training samples per second for the default run's network and batch size, or those of
     /// --config.
     Train {
+        /// Print the figures as one JSON object.
         #[arg(long)]
         json: bool,
         /// A run config whose network and training settings to measure.
@@ -232,6 +252,7 @@ pub enum BenchCommand {
         /// Batch sizes to measure, comma-separated (default: 1,64,256).
         #[arg(long, value_delimiter = ',')]
         batch: Vec<usize>,
+        /// Print the figures as one JSON object.
         #[arg(long)]
         json: bool,
         /// A run config whose network to measure.
@@ -263,6 +284,7 @@ pub enum BenchCommand {
         /// Simulations per position.
         #[arg(long, default_value_t = 4000)]
         nodes: u32,
+        /// Print the figures as one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -277,12 +299,36 @@ pub enum BenchCommand {
     },
 }
 
+/// Games of a match: 1 to 1,000,000 (a larger count is a typo, and its bookkeeping would be
+/// allocated up front).
+pub fn parse_match_games(text: &str) -> std::result::Result<usize, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n as usize),
+        _ => Err(format!("{text:?}: a number of games from 1 to 1000000")),
+    }
+}
+
+/// SPRT bounds `elo0,elo1`: finite, within ±2000, and `elo0 < elo1` (bounds the other way
+/// round, or NaN, would make a test that can never decide, or decide anything).
 pub fn parse_pair(text: &str) -> std::result::Result<(f64, f64), String> {
     let (a, b) = text
         .split_once(',')
         .ok_or_else(|| format!("expected two numbers like 0,50, got {text:?}"))?;
-    let parse = |x: &str| x.trim().parse::<f64>().map_err(|e| format!("{x:?}: {e}"));
-    Ok((parse(a)?, parse(b)?))
+    let parse = |x: &str| {
+        let v = x.trim().parse::<f64>().map_err(|e| format!("{x:?}: {e}"))?;
+        if v.is_finite() && v.abs() <= 2000.0 {
+            Ok(v)
+        } else {
+            Err(format!("{x:?}: an Elo bound in [-2000, 2000]"))
+        }
+    };
+    let (elo0, elo1) = (parse(a)?, parse(b)?);
+    if elo0 >= elo1 {
+        return Err(format!(
+            "{text:?}: the first bound (H0's Elo) must be below the second (H1's)"
+        ));
+    }
+    Ok((elo0, elo1))
 }
 
 /// How the engine uses the machine (`yari play`, `yari uci`, `yari bench search`); UCI's

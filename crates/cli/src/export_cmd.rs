@@ -51,7 +51,22 @@ fn relative_to(run_dir: &Path, path: &Path) -> String {
         .to_string()
 }
 
-pub fn run(run_dir: &Path, checkpoint: &str, out: &Path, average: u32) -> Result<()> {
+/// The file format `yari export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// yari's own network file (loads in `yari play`, `yari uci`, `model:` players).
+    Yari,
+    /// An ONNX model (batch norm folded; see docs/network.md) for other tools.
+    Onnx,
+}
+
+pub fn run(
+    run_dir: &Path,
+    checkpoint: &str,
+    out: &Path,
+    average: u32,
+    format: ExportFormat,
+) -> Result<()> {
     let run = RunDir::new(run_dir);
     let source = if checkpoint == "best" {
         run.best_model()?
@@ -100,9 +115,18 @@ pub fn run(run_dir: &Path, checkpoint: &str, out: &Path, average: u32) -> Result
             .unwrap_or(0)
             .into(),
     );
-    save(out, &net, &meta).with_context(|| format!("writing {}", out.display()))?;
-    // Read it back as a user would: the exported file must load on its own.
-    Checkpoint::read(out).with_context(|| format!("re-reading {}", out.display()))?;
+    match format {
+        ExportFormat::Yari => {
+            save(out, &net, &meta).with_context(|| format!("writing {}", out.display()))?;
+            // Read it back as a user would: the exported file must load on its own.
+            Checkpoint::read(out).with_context(|| format!("re-reading {}", out.display()))?;
+        }
+        ExportFormat::Onnx => {
+            let bytes = yari_model::onnx::to_onnx(&net, &meta)?;
+            yari_io::write_atomic(out, &bytes)
+                .with_context(|| format!("writing {}", out.display()))?;
+        }
+    }
     eprintln!(
         "exported {}{} (generation {}, {} blocks x {} channels, encoding v{}) to {}",
         relative,

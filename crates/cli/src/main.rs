@@ -25,6 +25,27 @@ use args::{BenchCommand, Cli, Command};
 
 fn main() -> Result<()> {
     keep_freed_memory();
+    end_quietly_on_a_closed_pipe();
+    match run_cli() {
+        Err(e) if is_closed_pipe(&e) => std::process::exit(CLOSED_PIPE),
+        other => other,
+    }
+}
+
+/// Exit status of a process whose standard output was closed by its reader (128 + SIGPIPE, as
+/// a shell reports a tool killed by it).
+const CLOSED_PIPE: i32 = 128 + 13;
+
+/// Whether `e` is a write to standard output after its reader went away.
+fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn run_cli() -> Result<()> {
     let cli = Cli::parse();
     // Opened before any work, so a missing GPU driver is a clear error, not a panic mid-run.
     if !matches!(cli.command, Command::Perft { .. } | Command::Legal { .. }) {
@@ -127,7 +148,8 @@ fn main() -> Result<()> {
             checkpoint,
             out,
             average,
-        } => export_cmd::run(&run_dir, &checkpoint, &out, average),
+            format,
+        } => export_cmd::run(&run_dir, &checkpoint, &out, average, format),
         Command::Bench { what } => match what {
             BenchCommand::Selfplay { json, config } => {
                 // The network and self-play settings of the built-in default run by default.
@@ -231,3 +253,24 @@ fn keep_freed_memory() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn keep_freed_memory() {}
+
+/// `yari check RUN | head -2`: when the reader of standard output goes away, the process ends
+/// quietly with the status a shell reports for SIGPIPE (141), as Unix tools do, instead of the
+/// panic `println!` raises on a closed pipe. SIGPIPE itself stays ignored (Rust's default):
+/// the arena writes to engines that may die, and a dead engine must be an error, not the end
+/// of the match. Files are written atomically, so ending here loses nothing already written.
+fn end_quietly_on_a_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(CLOSED_PIPE);
+        }
+        default(info);
+    }));
+}

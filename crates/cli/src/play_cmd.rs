@@ -136,11 +136,19 @@ pub fn run(
         }
         write!(output, "your move> ")?;
         output.flush()?;
-        let mut line = String::new();
-        if input.read_line(&mut line)? == 0 {
+        let mut bytes = Vec::new();
+        if input.read_until(b'\n', &mut bytes)? == 0 {
             writeln!(output, "\n(end of input: leaving the game)")?;
             return Ok(());
         }
+        // A line that is not UTF-8 (a stray byte from the terminal) is answered, not fatal.
+        let Ok(line) = String::from_utf8(bytes) else {
+            writeln!(
+                output,
+                "that line is not UTF-8 text; type a move like d3d4, or help"
+            )?;
+            continue;
+        };
         let text = line.trim();
         show = false;
         match text {

@@ -13,7 +13,7 @@ pub fn run(config_path: Option<&Path>, run_dir: Option<&Path>) -> Result<()> {
         eprintln!("\ninterrupted: progress is saved; run the same command again to resume");
         std::process::exit(130);
     });
-    let mut run = yari_loop::open_run(config_path, run_dir, yari_loop::stderr_log)?;
+    let mut run = yari_loop::open_run(config_path, run_dir, "yari run", yari_loop::stderr_log)?;
     run.run()?;
     Ok(())
 }

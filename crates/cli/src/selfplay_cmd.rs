@@ -15,6 +15,9 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// Exit status of a run ended by a signal (128 + SIGINT, as shells report it).
 const INTERRUPTED: i32 = 130;
 
+/// The longest `yari bench selfplay` measurement (a day).
+const MAX_BENCH_SECONDS: f64 = 86_400.0;
+
 /// The first SIGINT or SIGTERM stops self-play between rounds: every finished game is
 /// already in a shard, the games in flight are dropped. A second one ends the process at once
 /// (still safe: shards are replaced atomically).
@@ -101,11 +104,17 @@ pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Resul
     let device_name = describe_device(&device);
     let net = net_config.init(&device);
     let evaluator = NetEvaluator::new(net, net_config, device);
-    let seconds: f64 = std::env::var("YARI_BENCH_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|s: &f64| *s > 0.0)
-        .unwrap_or(20.0);
+    let seconds: f64 = match std::env::var("YARI_BENCH_SECONDS") {
+        Err(_) => 20.0,
+        Ok(text) => text
+            .trim()
+            .parse()
+            .ok()
+            .filter(|s: &f64| *s > 0.0 && *s <= MAX_BENCH_SECONDS)
+            .with_context(|| {
+                format!("YARI_BENCH_SECONDS = {text:?}: a number of seconds in (0, {MAX_BENCH_SECONDS}]")
+            })?,
+    };
     // Warm up the backend (allocations, thread pools) outside the measurement.
     let warm = yari_rules::Position::startpos();
     evaluator.evaluate(&vec![&warm; config.concurrent_games]);

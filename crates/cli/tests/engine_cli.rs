@@ -203,6 +203,10 @@ fn uci_engine_skips_bytes_that_are_not_utf8_and_answers_before_eof() {
 }
 
 fn play(args: &[&str], script: &str) -> String {
+    play_bytes(args, script.as_bytes())
+}
+
+fn play_bytes(args: &[&str], script: &[u8]) -> String {
     let mut child = Command::new(env!("CARGO_BIN_EXE_yari"))
         .arg("play")
         .args(args)
@@ -210,15 +214,25 @@ fn play(args: &[&str], script: &str) -> String {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(script).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// `yari play` answers a line that is not UTF-8 and goes on (it once ended the game).
+#[test]
+fn play_skips_a_line_that_is_not_utf8() {
+    let out = play_bytes(
+        &["--model", "uniform", "--sims", "4"],
+        b"\xff\xfe\nfen\nresign\n",
+    );
+    assert!(out.contains("not UTF-8"), "{out}");
+    assert!(
+        out.contains("rnnkbbr/7/ppppppp/7/7/7/PPPPPPP/7/RBBKNNR"),
+        "the game went on: {out}"
+    );
+    assert!(out.contains("You resign"), "{out}");
 }
 
 #[test]

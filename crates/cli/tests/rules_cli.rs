@@ -101,3 +101,77 @@ fn legal_succeeds_on_good_input_and_survives_bytes_that_are_not_utf8() {
     assert!(lines[0].starts_with("error: line is not UTF-8"), "{text}");
     assert_eq!(lines[1].split(' ').count(), 20, "{text}");
 }
+
+/// Counts out of range are refused with the range, never a crash or a giant allocation.
+#[test]
+fn out_of_range_counts_are_refused_by_name() {
+    for (args, says) in [
+        (&["perft", "3531"][..], "3531"),
+        (
+            &[
+                "arena",
+                "--a",
+                "random",
+                "--b",
+                "random",
+                "--games",
+                "2000000000",
+            ][..],
+            "1 to 1000000",
+        ),
+        (
+            &[
+                "arena",
+                "--a",
+                "random",
+                "--b",
+                "random",
+                "--games",
+                "18446744073709551615",
+            ][..],
+            "1 to 1000000",
+        ),
+        (
+            &["arena", "--a", "random", "--b", "random", "--games", "0"][..],
+            "1 to 1000000",
+        ),
+        (
+            &[
+                "arena", "--a", "random", "--b", "random", "--sprt", "nan,inf",
+            ][..],
+            "Elo bound",
+        ),
+        (
+            &["arena", "--a", "random", "--b", "random", "--sprt", "5,1"][..],
+            "must be below",
+        ),
+    ] {
+        let (ok, _, err) = yari(args, "");
+        assert!(!ok, "{args:?} accepted");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// `yari legal ... | head -1`: when the reader closes the pipe, yari ends quietly with the
+/// status a shell gives a tool ended by SIGPIPE (141): no panic, no error message.
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = dir.path().join("stderr");
+    let script = format!(
+        "yes 'rnnkbbr/7/ppppppp/7/7/7/PPPPPPP/7/RBBKNNR[] w - - 0 1' | head -n 200000 | \
+         '{}' legal 2>'{}' | head -n 1 >/dev/null; echo ${{PIPESTATUS[2]}}",
+        env!("CARGO_BIN_EXE_yari"),
+        err.display()
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&out.stdout);
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(status.trim(), "141", "stderr: {stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}

@@ -14,7 +14,9 @@ fn smoke_config() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/smoke.toml")
 }
 
-fn run_to_end(dir: &Path) {
+/// Runs the smoke config in `dir` to its end; returns the log's one-line generation
+/// summaries (what follows "== generation ").
+fn run_to_end(dir: &Path) -> Vec<String> {
     let out = yari()
         .args(["run", "--config"])
         .arg(smoke_config())
@@ -25,6 +27,40 @@ fn run_to_end(dir: &Path) {
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "yari run failed:\n{log}");
     assert!(log.contains("budget spent after generation 2"), "{log}");
+    // Not on a terminal: one summary line per generation says where the run is, what the
+    // generation did and what the ladder reads, each rung with its interval.
+    log.lines()
+        .filter_map(|l| {
+            l.split_once("UTC] == generation ")
+                .map(|(_, rest)| rest.to_string())
+        })
+        .collect()
+}
+
+/// A fresh run's summary lines: one per generation, each with the budget, the generation's
+/// work, the gate and every rung of the ladder with its interval.
+fn check_summaries(summaries: &[String]) {
+    assert_eq!(summaries.len(), 2, "{summaries:?}");
+    for (g, line) in (1..).zip(summaries) {
+        assert!(line.starts_with(&format!("{g} of 2, 0:")), "{line}");
+        for field in [
+            "ETA ",
+            " games, ",
+            " positions | loss ",
+            "lr ",
+            " | gate ",
+            "best models/gen-",
+        ] {
+            assert!(line.contains(field), "{field:?} not in {line:?}");
+        }
+        for rung in ["random ", "alphabeta:1 "] {
+            let at = line
+                .find(&format!("| {rung}"))
+                .or_else(|| line.find(&format!(", {rung}")));
+            assert!(at.is_some(), "no rung {rung:?} in {line:?}");
+        }
+        assert!(line.contains("% ["), "a rung's 95% interval in {line:?}");
+    }
 }
 
 fn json(path: &Path) -> serde_json::Value {
@@ -93,11 +129,12 @@ fn check_run(dir: &Path) {
 fn smoke_run_completes_and_exports() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    run_to_end(&dir);
+    check_summaries(&run_to_end(&dir));
     check_run(&dir);
 
-    // Running again on the finished run resumes it and finds the budget spent.
-    run_to_end(&dir);
+    // Running again on the finished run resumes it and finds the budget spent: it plays no
+    // generation.
+    assert_eq!(run_to_end(&dir), Vec::<String>::new());
     check_run(&dir);
 
     // Export the best network and play it from the exported file alone.
@@ -282,4 +319,47 @@ fn bad_configs_are_refused_with_the_field_named() {
             "nothing written for a bad config"
         );
     }
+}
+
+/// The run's TensorBoard event files, read back by TensorBoard's own reader
+/// (`scripts/tensorboard-readback.py`), hold every training step's scalars of `metrics.jsonl`
+/// and every generation's of `summary.json`.
+#[test]
+#[ignore = "needs Python's tensorboard package: .ci/run installs it into .venv and runs this test"]
+fn tensorboard_reads_the_runs_scalars() {
+    let dir = tempfile::tempdir().unwrap();
+    run_to_end(dir.path());
+    let events: Vec<_> = std::fs::read_dir(dir.path().join("tensorboard"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        events.iter().all(|n| n.starts_with("events.out.tfevents.")),
+        "{events:?}"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = std::env::var_os("YARI_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".venv/bin/python"));
+    let out = Command::new(&python)
+        .arg(root.join("scripts/tensorboard-readback.py"))
+        .arg(dir.path())
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (python -m venv .venv && .venv/bin/pip install tensorboard)",
+                python.display()
+            )
+        });
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.starts_with("ok: 20 training steps and 2 generations"),
+        "{text}"
+    );
+    println!("{text}");
 }

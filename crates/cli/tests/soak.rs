@@ -336,6 +336,14 @@ fn kill_soak_loses_only_games_in_flight() {
         }
         child.kill().unwrap(); // SIGKILL
         wait(&mut child);
+        // What an ordinary kill leaves is never damage by the project's own check.
+        let check = yari().arg("check").arg(&dir).output().unwrap();
+        assert!(
+            check.status.success(),
+            "yari check after a SIGKILL at {after_s:.2} s:\n{}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
         let text = fs::read_to_string(&log_path).unwrap();
         let after = games_on_disk(&dir);
         figures.push(account(
@@ -499,4 +507,138 @@ fn selfplay_stops_on_sigterm_with_its_finished_games() {
         "every finished game is written, no other"
     );
     println!("selfplay SIGTERM: {finished} games finished, {on_disk} on disk");
+}
+
+/// `yari arena` on SIGINT prints the score of the games it finished (with a line for each as
+/// it went), says it was interrupted, exits 130, and its games file holds exactly those games.
+#[test]
+fn arena_interrupted_by_sigint_prints_the_score_so_far() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let games_file = tmp.path().join("games.jsonl");
+    let log_path = tmp.path().join("arena.log");
+    let out_path = tmp.path().join("arena.out");
+    let mut child = yari()
+        .args([
+            "arena",
+            "--a",
+            "mcts:16",
+            "--b",
+            "alphabeta:1",
+            "--games",
+            "100000",
+            "--concurrency",
+            "2",
+            "--json",
+            "--games-file",
+        ])
+        .arg(&games_file)
+        .stdout(fs::File::create(&out_path).unwrap())
+        .stderr(fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let text = fs::read_to_string(&log_path).unwrap_or_default();
+        if text.matches("\ngame ").count() + usize::from(text.starts_with("game ")) >= 3 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "ended early:\n{text}");
+        assert!(start.elapsed() < SESSION_LIMIT, "no games:\n{text}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(&child, "INT");
+    let status = wait(&mut child);
+    let log = fs::read_to_string(&log_path).unwrap();
+    let out = fs::read_to_string(&out_path).unwrap();
+    assert_eq!(status.code(), Some(130), "{log}\n{out}");
+    assert!(log.contains("interrupted: finishing"), "{log}");
+    let lines: Vec<&str> = log.lines().filter(|l| l.starts_with("game ")).collect();
+    // Each game line carries the running score of the match so far.
+    assert!(lines[0].starts_with("game 1 of 100000: "), "{}", lines[0]);
+    assert!(lines[0].contains(" Elo "), "{}", lines[0]);
+    let json: serde_json::Value =
+        serde_json::from_str(out.lines().last().expect("a JSON line")).unwrap();
+    let played = json["games"].as_u64().unwrap() as usize;
+    assert_eq!(played, lines.len(), "one line per scored game:\n{log}");
+    assert_eq!(json["interrupted"], serde_json::Value::Bool(true));
+    assert!(
+        out.contains(&format!("{played} games (of 100000 planned; interrupted)")),
+        "{out}"
+    );
+    let wdl: u64 = ["wins", "draws", "losses"]
+        .iter()
+        .map(|k| json[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(wdl as usize, played);
+    let on_disk = fs::read_to_string(&games_file).unwrap().lines().count();
+    assert_eq!(
+        on_disk, played,
+        "the games file holds exactly the scored games"
+    );
+    println!("arena SIGINT: {played} games scored and written");
+}
+
+/// One writer per run directory: a second `yari run` or `yari learn` on a directory another
+/// one is writing is refused, naming the holder, and the first one's records are not doubled.
+/// A killed holder leaves the directory free for the next.
+#[test]
+fn a_second_writer_of_a_run_directory_is_refused() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/smoke.toml");
+    // Long enough to be running when the second one starts.
+    let text = fs::read_to_string(smoke)
+        .unwrap()
+        .replace("generations = 2", "generations = 1000");
+    let config = tmp.path().join("long.toml");
+    fs::write(&config, text).unwrap();
+    for role in ["run", "learn"] {
+        let dir = tmp.path().join(role);
+        let log = tmp.path().join(format!("{role}.log"));
+        let mut first = yari()
+            .arg(role)
+            .arg("--config")
+            .arg(&config)
+            .arg("--run-dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("new run in")
+        {
+            assert!(first.try_wait().unwrap().is_none(), "ended early");
+            assert!(start.elapsed() < SESSION_LIMIT, "never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for second in ["run", "learn"] {
+            let out = yari()
+                .arg(second)
+                .arg("--config")
+                .arg(&config)
+                .arg("--run-dir")
+                .arg(&dir)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !out.status.success(),
+                "a second {second} ran beside {role}: {err}"
+            );
+            assert!(err.contains("is in use by another writer"), "{err}");
+            assert!(
+                err.contains(&format!("yari {role}, pid {}", first.id())),
+                "the holder is named: {err}"
+            );
+        }
+        // Killed, the first leaves the directory free.
+        signal(&first, "KILL");
+        wait(&mut first);
+        let lock = yari_loop::RunDir::new(&dir).lock_writer("test");
+        assert!(lock.is_ok(), "{:?}", lock.err());
+    }
 }

@@ -149,7 +149,7 @@ pub fn parse<T: DeserializeOwned>(text: &str) -> Records<T> {
 /// Reads every record of a log. A missing file reads as empty, blank lines are ignored, and
 /// lines that do not parse are reported in [`Records::torn`] or [`Records::corrupt`].
 pub fn read<T: DeserializeOwned>(path: &Path) -> Result<Records<T>, Error> {
-    let text = match std::fs::read(path) {
+    let text = match crate::read_regular_file(path, crate::MAX_LOG_BYTES) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(Error::io(path, e)),

@@ -28,6 +28,12 @@ pub const RATINGS_FILE: &str = "ratings.jsonl";
 pub const SUMMARY_FILE: &str = "summary.json";
 /// Plots refreshed after each generation.
 pub const PLOTS_DIR: &str = "plots";
+/// TensorBoard event files (`tensorboard --logdir RUN_DIR/tensorboard`): the training scalars
+/// per step and the run's per generation.
+pub const TENSORBOARD_DIR: &str = "tensorboard";
+/// Held (an advisory lock) by the one process that writes the run: `yari run` or `yari learn`.
+/// It says who holds it; a kill releases the lock, the file stays.
+pub const WRITER_LOCK_FILE: &str = "writer.lock";
 /// File extension of network checkpoints.
 pub const MODEL_EXTENSION: &str = "yari";
 
@@ -76,6 +82,16 @@ impl RunPaths {
     /// See [`STATE_FILE`].
     pub fn state_file(&self) -> PathBuf {
         self.root.join(STATE_FILE)
+    }
+
+    /// See [`TENSORBOARD_DIR`].
+    pub fn tensorboard_dir(&self) -> PathBuf {
+        self.root.join(TENSORBOARD_DIR)
+    }
+
+    /// See [`WRITER_LOCK_FILE`].
+    pub fn writer_lock_file(&self) -> PathBuf {
+        self.root.join(WRITER_LOCK_FILE)
     }
 
     /// See [`MODELS_DIR`].

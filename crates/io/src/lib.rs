@@ -34,7 +34,9 @@ pub mod atomic;
 pub mod frame;
 pub mod jsonl;
 pub mod layout;
+pub mod proto;
 pub mod read;
+pub mod tensorboard;
 
 use std::path::{Path, PathBuf};
 
@@ -42,7 +44,7 @@ use thiserror::Error;
 
 pub use atomic::{is_temp_name, write_atomic};
 pub use layout::RunPaths;
-pub use read::read_regular_file;
+pub use read::{read_regular_file, read_regular_text, MAX_CONFIG_BYTES, MAX_LOG_BYTES};
 
 /// A file operation that failed, with the file it failed on.
 #[derive(Debug, Error)]

@@ -34,3 +34,22 @@ pub fn read_regular_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     }
     Ok(bytes)
 }
+
+/// The most a config file (a run config, `--config`) may hold.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The most a run's JSON file (`state.json`, `summary.json`, the trainer's state) or one of its
+/// JSON-lines logs may hold: far above what any run writes (a two-hour run's `metrics.jsonl`
+/// is about 5 MB), far below a read that would exhaust memory.
+pub const MAX_LOG_BYTES: u64 = 1 << 30;
+
+/// [`read_regular_file`] as UTF-8 text; bytes that are not UTF-8 are an `InvalidData` error.
+pub fn read_regular_text(path: &Path, max: u64) -> std::io::Result<String> {
+    let bytes = read_regular_file(path, max)?;
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text: {e}"),
+        )
+    })
+}

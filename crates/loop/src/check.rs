@@ -140,9 +140,14 @@ pub fn check_run(root: &Path) -> CheckReport {
             }
             match run.read_summaries() {
                 Ok(summaries) => {
+                    // The generation being rated may already be in summary.json: a kill
+                    // between that write and state.json's, which the resumed run rewrites.
+                    let kill_window = |g: u32| {
+                        g == state.generation && state.phase == crate::run_dir::Phase::Rate
+                    };
                     for s in summaries
                         .iter()
-                        .filter(|s| s.generation >= state.generation)
+                        .filter(|s| s.generation >= state.generation && !kill_window(s.generation))
                     {
                         report.add(
                             Severity::Damage,
@@ -190,11 +195,34 @@ pub fn check_run(root: &Path) -> CheckReport {
     // Shards, in every folder under games/.
     let games = paths.games_dir();
     let mut dirs = vec![games.clone()];
-    dirs.extend(files_in(&games).into_iter().filter(|p| p.is_dir()));
+    for entry in files_in(&games) {
+        if real_dir(&entry) {
+            dirs.push(entry);
+        } else if std::fs::symlink_metadata(&entry).is_ok_and(|m| m.file_type().is_symlink()) {
+            report.add(
+                Severity::Warning,
+                &entry,
+                "a symbolic link under games/: not followed (no run writes one)",
+            );
+        }
+    }
     for dir in dirs {
         let Ok(shards) = yari_selfplay::list_shards(&dir) else {
             continue;
         };
+        // Shard names on anything but a regular file: skipped by training, so games missing.
+        for path in files_in(&dir) {
+            let named_shard = path.extension().is_some_and(|e| e == "yshard") && !hidden(&path);
+            let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+            if named_shard && !regular {
+                report.add(
+                    Severity::Damage,
+                    &path,
+                    "named as a shard but not a regular file (a directory, pipe or link): \
+                     its games are not read",
+                );
+            }
+        }
         for shard in shards {
             report.shards += 1;
             match yari_selfplay::read_shard(&shard) {
@@ -340,10 +368,16 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Whether `path` is a directory itself, not a link to one: the walks below never follow a
+/// link (`games/root -> /` would walk the whole file system).
+fn real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
 fn temp_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for path in files_in(dir) {
-        if path.is_dir() {
+        if real_dir(&path) {
             out.extend(temp_files(&path));
         } else if path
             .file_name()

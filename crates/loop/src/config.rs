@@ -187,6 +187,110 @@ fn overlay(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
+/// The value at a dotted path (`train.lr.schedule`) of a TOML table.
+fn value_at<'t>(table: &'t toml::Table, path: &str) -> Option<&'t toml::Value> {
+    let mut keys = path.split('.');
+    let mut value = table.get(keys.next()?)?;
+    for key in keys {
+        value = value.as_table()?.get(key)?;
+    }
+    Some(value)
+}
+
+/// Refuses a key the file sets that would have no effect with the rest of the config, so
+/// that an A/B of `c_puct` under Gumbel search, say, is not two identical runs. A key left at
+/// its built-in value is accepted (the built-in file lists every key of every variant).
+fn refuse_inactive_keys(user: &toml::Table, merged: &toml::Table) -> Result<(), String> {
+    let defaults = default_table();
+    let text = |path: &str| {
+        value_at(merged, path)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let gumbel = value_at(merged, "selfplay.search.gumbel")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(true);
+    let optimizer = text("train.optimizer");
+    let schedule = text("train.lr.schedule");
+    let resigns = value_at(merged, "selfplay.resign_threshold")
+        .and_then(|v| v.as_float())
+        .is_none_or(|t| t > -1.0);
+    let handicaps = value_at(merged, "selfplay.handicap_fraction")
+        .and_then(|v| v.as_float())
+        .is_none_or(|f| f > 0.0);
+    let puct = "PUCT's, and selfplay.search.gumbel = true searches with Gumbel";
+    let gumbels = "Gumbel search's, and selfplay.search.gumbel = false searches with PUCT";
+    let sgd = "SGD's, and train.optimizer is not \"sgd\"";
+    let adamw = "AdamW's, and train.optimizer is not \"adamw\"";
+    let rules = [
+        ("selfplay.search.c_puct", gumbel, puct),
+        ("selfplay.search.fpu_reduction", gumbel, puct),
+        ("selfplay.search.dirichlet_alpha", gumbel, puct),
+        ("selfplay.search.dirichlet_fraction", gumbel, puct),
+        ("selfplay.search.gumbel_considered", !gumbel, gumbels),
+        ("selfplay.search.gumbel_scale", !gumbel, gumbels),
+        ("selfplay.search.gumbel_c_visit", !gumbel, gumbels),
+        ("selfplay.search.gumbel_c_scale", !gumbel, gumbels),
+        ("train.momentum", optimizer != "sgd", sgd),
+        ("train.nesterov", optimizer != "sgd", sgd),
+        ("train.adam_beta1", optimizer != "adamw", adamw),
+        ("train.adam_beta2", optimizer != "adamw", adamw),
+        ("train.adam_epsilon", optimizer != "adamw", adamw),
+        (
+            "train.lr.step_every",
+            schedule != "step",
+            "the step schedule's",
+        ),
+        (
+            "train.lr.step_factor",
+            schedule != "step",
+            "the step schedule's",
+        ),
+        (
+            "train.lr.cosine_steps",
+            schedule != "cosine",
+            "the cosine schedule's (run_cosine follows the run's progress)",
+        ),
+        (
+            "train.lr.min_lr",
+            schedule != "cosine" && schedule != "run_cosine",
+            "the cosine schedules'",
+        ),
+        (
+            "selfplay.resign_consecutive",
+            !resigns,
+            "resignation's, and selfplay.resign_threshold = -1 never resigns",
+        ),
+        (
+            "selfplay.handicap_max_pieces",
+            !handicaps,
+            "handicap games', and selfplay.handicap_fraction = 0 plays none",
+        ),
+    ];
+    for (path, inactive, whose) in rules {
+        let Some(value) = value_at(user, path) else {
+            continue;
+        };
+        if inactive && value_at(&defaults, path) != Some(value) {
+            return Err(format!(
+                "{path} = {value} has no effect: the key is {whose}; remove it or change what it depends on"
+            ));
+        }
+    }
+    if let Some(value) = value_at(user, "selfplay.search.ply_cap") {
+        let used = value_at(merged, "selfplay.ply_cap");
+        if used != Some(value) && value_at(&defaults, "selfplay.search.ply_cap") != Some(value) {
+            return Err(format!(
+                "selfplay.search.ply_cap = {value} has no effect: self-play searches with \
+                 selfplay.ply_cap ({}); set that instead",
+                used.map_or("unset".to_string(), |v| v.to_string())
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn default_table() -> toml::Table {
     toml::from_str(DEFAULT_CONFIG).expect("built-in config is TOML")
 }
@@ -200,8 +304,10 @@ impl RunConfig {
             what,
         };
         let table: toml::Table = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let user = table.clone();
         let mut merged = default_table();
         overlay(&mut merged, table);
+        refuse_inactive_keys(&user, &merged).map_err(bad)?;
         let config: RunConfig = toml::Value::Table(merged)
             .try_into()
             .map_err(|e: toml::de::Error| bad(e.to_string()))?;
@@ -214,7 +320,8 @@ impl RunConfig {
         match path {
             None => RunConfig::parse(DEFAULT_CONFIG, "(built-in default)"),
             Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|e| LoopError::io(p, e))?;
+                let text = yari_io::read_regular_text(p, yari_io::MAX_CONFIG_BYTES)
+                    .map_err(|e| LoopError::io(p, e))?;
                 RunConfig::parse(&text, &p.display().to_string())
             }
         }
@@ -227,10 +334,12 @@ impl RunConfig {
         let valid_name = !r.name.is_empty()
             && r.name
                 .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            // "." and ".." name data/runs itself and data/.
+            && r.name.chars().any(|c| c != '.');
         if !valid_name {
             return Err(format!(
-                "run.name = {:?}: use letters, digits, '-', '_' or '.'",
+                "run.name = {:?}: use letters, digits, '-', '_' or '.' (not only dots)",
                 r.name
             ));
         }
@@ -310,7 +419,8 @@ pub fn section_from_file<T: DeserializeOwned>(path: &Path, name: &str) -> Result
         origin: origin.clone(),
         what,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| LoopError::io(path, e))?;
+    let text = yari_io::read_regular_text(path, yari_io::MAX_CONFIG_BYTES)
+        .map_err(|e| LoopError::io(path, e))?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let whole = ["run", "selfplay", "train", "gate", "rating"]
         .iter()

@@ -26,11 +26,13 @@ pub fn stderr_log(message: &str) {
 }
 
 /// Opens the run directory of `yari run` (creating it and its `config.toml` on first use) and
-/// its loop. An existing run keeps the config it was created with; `run_dir` defaults to
-/// `data/runs/<run.name>`.
+/// its loop, as the directory's one writer (`role`, e.g. `yari run`, names this process to a
+/// second one, which is refused). An existing run keeps the config it was created with;
+/// `run_dir` defaults to `data/runs/<run.name>`.
 pub fn open_run(
     config_path: Option<&Path>,
     run_dir: Option<&Path>,
+    role: &str,
     log: Log,
 ) -> Result<Loop, LoopError> {
     let requested = RunConfig::load(config_path)?;
@@ -40,6 +42,7 @@ pub fn open_run(
     };
     let run = RunDir::new(root);
     run.create()?;
+    let lock = run.lock_writer(role)?;
     let config_file = run.paths().config_file();
     let config = if config_file.exists() {
         let stored = RunConfig::load(Some(&config_file))?;
@@ -52,13 +55,16 @@ pub fn open_run(
         stored
     } else {
         let text = match config_path {
-            Some(p) => std::fs::read_to_string(p).map_err(|e| LoopError::io(p, e))?,
+            Some(p) => yari_io::read_regular_text(p, yari_io::MAX_CONFIG_BYTES)
+                .map_err(|e| LoopError::io(p, e))?,
             None => DEFAULT_CONFIG.to_string(),
         };
         yari_io::write_atomic(&config_file, text.as_bytes())?;
         requested
     };
-    Loop::open(run, config, log)
+    let mut run = Loop::open(run, config, log)?;
+    run._writer_lock = Some(lock);
+    Ok(run)
 }
 
 /// A run being worked on: its directory, config and state.
@@ -71,6 +77,10 @@ pub struct Loop {
     /// Where a generation's games come from: `None`, played in this process (`yari run`);
     /// an intake, written by workers into `incoming/` (`yari learn`).
     intake: Option<crate::roles::Intake>,
+    /// This process's hold on the run directory ([`open_run`] takes it).
+    _writer_lock: Option<crate::run_dir::WriterLock>,
+    /// The per-generation TensorBoard scalars of this session (opened at its first generation).
+    events: Option<yari_io::tensorboard::EventWriter>,
 }
 
 impl Loop {
@@ -97,6 +107,34 @@ impl Loop {
                 state
             }
             None => {
+                // A run's files without its state: starting afresh would overwrite them.
+                let p = dir.paths();
+                let holds = [
+                    p.models_dir(),
+                    p.train_dir(),
+                    p.games_dir(),
+                    p.arena_dir(),
+                    p.ledger_file(),
+                    p.ratings_file(),
+                    p.summary_file(),
+                    p.metrics_file(),
+                ];
+                let present: Vec<String> = holds
+                    .iter()
+                    .filter(|f| f.exists())
+                    .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect();
+                if !present.is_empty() {
+                    return Err(LoopError::Corrupt {
+                        path: p.state_file(),
+                        what: format!(
+                            "missing, but the directory holds a run's files ({}): a new run would \
+                             overwrite them; restore state.json from a backup, or give an empty \
+                             --run-dir",
+                            present.join(", ")
+                        ),
+                    });
+                }
                 let trainer = Trainer::open(dir.root(), config.train.clone())?;
                 let state = RunState::new_run();
                 trainer.save_checkpoint(&dir.paths().resolve(&state.best), 0, None)?;
@@ -116,6 +154,8 @@ impl Loop {
             session_start: Instant::now(),
             log,
             intake: None,
+            _writer_lock: None,
+            events: None,
         })
     }
 
@@ -167,7 +207,8 @@ impl Loop {
     /// Whether another generation may start (a started one is always finished).
     pub fn budget_left(&self) -> bool {
         let r = &self.config.run;
-        let gens_ok = r.generations == 0 || self.state.generation <= r.generations;
+        let gens_ok = (r.generations == 0 || self.state.generation <= r.generations)
+            && self.state.generation <= crate::run_dir::MAX_GENERATION;
         gens_ok && !self.time_spent()
     }
 
@@ -281,27 +322,20 @@ impl Loop {
         summary.best = self.state.best.clone();
         summary.elapsed_s = self.elapsed_s();
         self.dir.record_summary(&summary)?;
-        let ratings: Vec<String> = summary
-            .ratings
-            .iter()
-            .map(|r| format!("vs {} {:.0}%", r.opponent, r.score * 100.0))
-            .collect();
-        (self.log)(&format!(
-            "== generation {}: {} games, {} positions, loss {} (policy {} value {}), gate {}, best {}{}{}",
-            summary.generation,
-            summary.games,
-            summary.positions,
-            fmt_loss(summary.loss),
-            fmt_loss(summary.policy_loss),
-            fmt_loss(summary.value_loss),
-            match summary.gate_score {
-                Some(s) => format!("{:.0}%{}", s * 100.0, if summary.promoted { " promoted" } else { "" }),
-                None => "skipped".into(),
-            },
-            summary.best,
-            if ratings.is_empty() { "" } else { ", " },
-            ratings.join(", ")
-        ));
+        // The ladder as of this generation: its own ratings, else the latest ones of the run.
+        let ladder = if summary.ratings.is_empty() {
+            self.dir
+                .read_summaries()?
+                .into_iter()
+                .rev()
+                .find(|s| !s.ratings.is_empty())
+                .map(|s| s.ratings)
+                .unwrap_or_default()
+        } else {
+            summary.ratings.clone()
+        };
+        (self.log)(&generation_line(&summary, &self.config.run, &ladder));
+        self.write_events(&summary)?;
         if let Err(e) = yari_train::plot::plot_run(self.dir.root()) {
             (self.log)(&format!("plots not refreshed: {e}"));
         }
@@ -309,6 +343,65 @@ impl Loop {
         self.state.phase = Phase::Selfplay;
         self.state.train_target = None;
         Ok(summary)
+    }
+
+    /// A finished generation's scalars for TensorBoard, at step = the generation: self-play,
+    /// the gate, and each rung's score and Elo (`tensorboard --logdir RUN_DIR/tensorboard`).
+    fn write_events(&mut self, summary: &GenerationSummary) -> Result<(), LoopError> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        if self.events.is_none() {
+            let host = crate::phases::host_name().unwrap_or_else(|| "yari".into());
+            self.events = Some(yari_io::tensorboard::EventWriter::create(
+                &self.dir.paths().tensorboard_dir(),
+                &host,
+                now,
+            )?);
+        }
+        let mut values: Vec<(String, f64)> = vec![
+            ("generation/games".into(), summary.games as f64),
+            ("generation/positions".into(), summary.positions as f64),
+            (
+                "generation/elapsed_hours".into(),
+                summary.elapsed_s / 3600.0,
+            ),
+            (
+                "gate/promoted".into(),
+                f64::from(u8::from(summary.promoted)),
+            ),
+        ];
+        if summary.selfplay_s > 0.0 {
+            values.push((
+                "selfplay/positions_per_s".into(),
+                summary.positions as f64 / summary.selfplay_s,
+            ));
+        }
+        if let Some(score) = summary.gate_score {
+            values.push(("gate/score".into(), score));
+        }
+        for r in &summary.ratings {
+            let rung: String = r
+                .opponent
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == ':' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            values.push((format!("rating/{rung}/score"), r.score));
+            if let Some(elo) = r.elo {
+                values.push((format!("rating/{rung}/elo"), elo));
+            }
+        }
+        let values: Vec<(&str, f64)> = values.iter().map(|(t, v)| (t.as_str(), *v)).collect();
+        if let Some(events) = &mut self.events {
+            events.scalars(u64::from(summary.generation), now, &values)?;
+        }
+        Ok(())
     }
 
     /// Runs phases until the budget is spent (finishing a started generation).
@@ -335,6 +428,114 @@ impl Loop {
 
 fn fmt_loss(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into())
+}
+
+/// `h:mm:ss`.
+fn fmt_hms(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// Seconds until the run's budget is spent, from what it has done so far: the wall time
+/// left under `max_hours`, the generations left under `generations` at the mean time a
+/// generation has taken, the sooner of the two; `None` without a budget.
+fn run_eta_s(run: &crate::RunSection, elapsed_s: f64, generation: u32) -> Option<f64> {
+    let by_time = (run.max_hours > 0.0).then(|| (run.max_hours * 3600.0 - elapsed_s).max(0.0));
+    let by_generations = (run.generations > 0 && generation > 0).then(|| {
+        let per_generation = elapsed_s / generation as f64;
+        run.generations.saturating_sub(generation) as f64 * per_generation
+    });
+    match (by_time, by_generations) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The 95% Wilson interval of a score of `score` over `games` games, in [0, 1].
+fn wilson(score: f64, games: u64) -> (f64, f64) {
+    if games == 0 {
+        return (0.0, 1.0);
+    }
+    let n = games as f64;
+    let z = 1.96f64;
+    let d = 1.0 + z * z / n;
+    let centre = (score + z * z / (2.0 * n)) / d;
+    let half = z * (score * (1.0 - score) / n + z * z / (4.0 * n * n)).sqrt() / d;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// The one line a finished generation gets: where the run is (elapsed against the budget, the
+/// ETA of its end), what the generation did (games, positions, losses, lr, the gate), and the
+/// ladder as last rated, each rung with its 95% interval and the generation that played it.
+fn generation_line(
+    summary: &GenerationSummary,
+    run: &crate::RunSection,
+    ladder: &[crate::RatingEntry],
+) -> String {
+    let g = summary.generation;
+    let mut budget = Vec::new();
+    if run.generations > 0 {
+        budget.push(format!("of {}", run.generations));
+    }
+    let mut clock = fmt_hms(summary.elapsed_s);
+    if run.max_hours > 0.0 {
+        clock += &format!(" of {}", fmt_hms(run.max_hours * 3600.0));
+    }
+    budget.push(clock);
+    if let Some(eta) = run_eta_s(run, summary.elapsed_s, g) {
+        budget.push(format!("ETA {}", fmt_hms(eta)));
+    }
+    let gate = match summary.gate_score {
+        Some(s) => format!(
+            "gate {:.0}% {}",
+            s * 100.0,
+            if summary.promoted {
+                "promoted"
+            } else {
+                "rejected"
+            }
+        ),
+        None if summary.promoted => "promoted without a gate".into(),
+        None => "no gate".into(),
+    };
+    let lr = summary
+        .lr
+        .map(|lr| format!(", lr {lr:.2e}"))
+        .unwrap_or_default();
+    let rungs: Vec<String> = ladder
+        .iter()
+        .map(|r| {
+            let games = r.wins + r.draws + r.losses;
+            let (low, high) = wilson(r.score, games);
+            format!(
+                "{} {}-{}-{} {:.0}% [{:.0}, {:.0}]{}",
+                r.opponent,
+                r.wins,
+                r.draws,
+                r.losses,
+                r.score * 100.0,
+                low * 100.0,
+                high * 100.0,
+                if r.generation == g {
+                    String::new()
+                } else {
+                    format!(" (gen {})", r.generation)
+                }
+            )
+        })
+        .collect();
+    format!(
+        "== generation {g} {} | {} games, {} positions | loss {} (policy {}, value {}){lr} | {gate}, best {}{}{}",
+        budget.join(", "),
+        summary.games,
+        summary.positions,
+        fmt_loss(summary.loss),
+        fmt_loss(summary.policy_loss),
+        fmt_loss(summary.value_loss),
+        summary.best,
+        if rungs.is_empty() { "" } else { " | " },
+        rungs.join(", ")
+    )
 }
 
 /// A run that has trained needs its trainer state: without it, `Trainer::open` would start a
@@ -396,4 +597,94 @@ fn fallback_best(dir: &RunDir, state: &RunState, log: Log) -> Result<Option<Stri
         path: best,
         what: format!("{damage}, and no other network of the run loads"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RatingEntry, RunSection};
+
+    fn run(max_hours: f64, generations: u32) -> RunSection {
+        RunSection {
+            max_hours,
+            generations,
+            ..RunSection::default()
+        }
+    }
+
+    #[test]
+    fn the_eta_is_the_sooner_end_of_the_budget() {
+        // Two hours, half an hour spent: 1.5 h left.
+        assert_eq!(run_eta_s(&run(2.0, 0), 1800.0, 10), Some(5400.0));
+        // 10 of 40 generations in 1,000 s: 30 more at 100 s each.
+        assert_eq!(run_eta_s(&run(0.0, 40), 1000.0, 10), Some(3000.0));
+        // Both: the generations run out first.
+        assert_eq!(run_eta_s(&run(2.0, 40), 1000.0, 10), Some(3000.0));
+        // Past the time budget: nothing left, never negative.
+        assert_eq!(run_eta_s(&run(1.0, 0), 4000.0, 10), Some(0.0));
+        assert_eq!(run_eta_s(&run(0.0, 0), 4000.0, 10), None);
+        assert_eq!(fmt_hms(5400.0), "1:30:00");
+        assert_eq!(fmt_hms(59.6), "0:01:00");
+    }
+
+    #[test]
+    fn a_generation_line_says_where_the_run_is_and_what_the_ladder_reads() {
+        let summary = GenerationSummary {
+            generation: 12,
+            games: 256,
+            positions: 6012,
+            loss: Some(2.3456),
+            policy_loss: Some(1.5),
+            value_loss: Some(0.8456),
+            lr: Some(0.0123),
+            gate_score: Some(0.4),
+            promoted: true,
+            best: "models/gen-0012.yari".into(),
+            elapsed_s: 1800.0,
+            ..GenerationSummary::default()
+        };
+        let rung = |generation, opponent: &str, wins, losses| RatingEntry {
+            kind: "rating".into(),
+            generation,
+            player: crate::PlayerKey::generation(12),
+            opponent: opponent.into(),
+            wins,
+            draws: 0,
+            losses,
+            score: wins as f64 / (wins + losses) as f64,
+            elo: None,
+            elo_low: None,
+            elo_high: None,
+        };
+        let ladder = [
+            rung(12, "fsf[nodes=100]", 10, 10),
+            rung(6, "fsf[nodes=1000]", 2, 18),
+        ];
+        let line = generation_line(&summary, &run(2.0, 0), &ladder);
+        assert!(
+            line.starts_with("== generation 12 0:30:00 of 2:00:00, ETA 1:30:00 | "),
+            "{line}"
+        );
+        for part in [
+            "256 games, 6012 positions",
+            "loss 2.346 (policy 1.500, value 0.846), lr 1.23e-2",
+            "gate 40% promoted",
+            "fsf[nodes=100] 10-0-10 50% [30, 70]",
+            "fsf[nodes=1000] 2-0-18 10% [3, 30] (gen 6)",
+        ] {
+            assert!(line.contains(part), "{part:?} not in {line:?}");
+        }
+        let rejected = GenerationSummary {
+            promoted: false,
+            gate_score: Some(0.2),
+            ..summary.clone()
+        };
+        let line = generation_line(&rejected, &run(0.0, 40), &[]);
+        assert!(line.contains("gate 20% rejected"), "{line}");
+        assert!(
+            line.starts_with("== generation 12 of 40, 0:30:00, ETA 1:10:00 | "),
+            "{line}"
+        );
+        assert!(!line.contains("fsf"), "{line}");
+    }
 }

@@ -81,6 +81,18 @@ pub enum LoopError {
         /// What is wrong.
         what: String,
     },
+    /// Another process writes the run directory (`yari run` or `yari learn`).
+    #[error(
+        "{} is in use by another writer ({holder}): one `yari run` or `yari learn` at a time; \
+         stop it first, or use another --run-dir",
+        path.display()
+    )]
+    Busy {
+        /// The run directory.
+        path: PathBuf,
+        /// Who holds it, as it wrote into the lock file.
+        holder: String,
+    },
     /// A command that needs a run directory was given another directory.
     #[error("{} is not a run directory (no state.json)", path.display())]
     NotARun {

@@ -189,6 +189,8 @@ pub struct GameBatch<'a> {
     pub prefix: &'a str,
     /// Varies the games (the config's seed is mixed in).
     pub seed: u64,
+    /// What the batch is for, at the start of its statistics line (`generation 3: self-play`).
+    pub label: &'a str,
 }
 
 /// Loads a network of the run and plays a batch of self-play games with it, written as shards
@@ -210,7 +212,7 @@ pub fn play_games(
         true,
         None,
     )?;
-    log(&outcome.summary);
+    log(&format!("{}: {}", batch.label, outcome.summary));
     Ok(outcome)
 }
 
@@ -237,12 +239,14 @@ pub fn selfplay(
         // games rather than repeats of the ones already stored.
         let seed = ((g as u64) << 32) | done as u64;
         let prefix = format!("{}-{done:06}", generation_name(g));
+        let label = format!("generation {g}: self-play");
         let batch = GameBatch {
             network: best,
             games: remaining,
             out: &dir,
             prefix: &prefix,
             seed,
+            label: &label,
         };
         positions = play_games(run, config, &batch, log)?.positions;
     }
@@ -296,7 +300,9 @@ pub fn train(
     ));
     let mut out = TrainOutcome::default();
     if steps > 0 {
-        let s = trainer.train_steps(steps, true)?;
+        let result = trainer.train_steps(steps, true);
+        set_aside(run, trainer.take_skipped_shards(), log);
+        let s = result?;
         log(&format!(
             "generation {g}: loss {:.4} (policy {:.4}, value {:.4}), lr {:.2e}, {:.0} positions/s",
             s.loss, s.policy_loss, s.value_loss, s.lr, s.samples_per_s
@@ -313,6 +319,35 @@ pub fn train(
     )?;
     out.step = trainer.step();
     Ok(out)
+}
+
+/// Moves shards the trainer could not read into `rejected/` (as the learner does with
+/// workers' shards), so that a damaged shard is reported once and never stops a resume; a
+/// shard that cannot be moved is left where it is, reported, and skipped again next time.
+fn set_aside(run: &RunDir, skipped: Vec<(std::path::PathBuf, String)>, log: Log) {
+    for (path, why) in skipped {
+        let rejected = run.rejected_dir();
+        // The generation folder in the name keeps shards of different generations apart.
+        let folder = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let target = rejected.join(format!("{folder}-{name}"));
+        let moved = std::fs::create_dir_all(&rejected)
+            .and_then(|()| std::fs::rename(&path, &target))
+            .is_ok();
+        log(&format!(
+            "warning: training without shard {}: {why}{}",
+            path.display(),
+            if moved {
+                format!(" (moved to {})", target.display())
+            } else {
+                String::new()
+            }
+        ));
+    }
 }
 
 /// A player factory whose players carry the run's key as their name, so that game files,
@@ -378,6 +413,8 @@ fn match_config(config: &RunConfig, games_file: PathBuf, seed: u64, games: usize
         progress: true,
         games_file: Some(games_file),
         seed,
+        game_lines: false,
+        interrupt: None,
     }
 }
 
@@ -573,13 +610,17 @@ fn outside_engine_starts(text: &str, spec: &PlayerSpec, log: Log) -> bool {
     let ok = match started {
         Ok(()) => true,
         Err(e) => {
-            let hint = if text.starts_with("fsf") {
-                " (install Fairy-Stockfish's npm build with `npm install --prefix .fsf \
-                 fairy-stockfish-nnue.wasm` in the directory yari runs in, or set YARI_FSF_JS \
-                 to its uci.js)"
-                    .to_string()
-            } else {
-                String::new()
+            let hint = match &e {
+                // The error already names the missing file and the install command.
+                yari_arena::PlayerError::NotInstalled { .. } if text.starts_with("fsf") => {
+                    " (run it in the directory yari runs in, or set YARI_FSF_JS to its uci.js)"
+                }
+                _ if text.starts_with("fsf") => {
+                    " (install Fairy-Stockfish's npm build with `npm install --prefix .fsf \
+                     fairy-stockfish-nnue.wasm` in the directory yari runs in, or set \
+                     YARI_FSF_JS to its uci.js)"
+                }
+                _ => "",
             };
             log(&format!(
                 "rating: outside rung {text} skipped for this run: its engine did not start: {e}{hint}"

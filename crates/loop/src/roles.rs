@@ -485,7 +485,7 @@ pub fn init_run(config_path: Option<&Path>, root: &Path, log: Log) -> Result<(),
         ));
         return Ok(());
     }
-    open_run(config_path, Some(root), log)?;
+    open_run(config_path, Some(root), "yari learn --init", log)?;
     log(&format!(
         "run directory {} ready for workers",
         root.display()
@@ -501,7 +501,7 @@ pub fn open_learner(
     poll: Duration,
     log: Log,
 ) -> Result<Loop, LoopError> {
-    let run = open_run(config_path, Some(root), log)?;
+    let run = open_run(config_path, Some(root), "yari learn", log)?;
     let intake = Intake::new(run.dir(), poll);
     Ok(run.with_intake(intake))
 }

@@ -64,7 +64,44 @@ impl RunState {
     pub fn best_key(&self) -> PlayerKey {
         PlayerKey::of_model(&self.best)
     }
+
+    /// What no run writes: a generation past [`MAX_GENERATION`] (whose counter would wrap
+    /// onto generation 0 and overwrite the run's first networks), a best network outside
+    /// the run directory, a negative or non-finite wall time.
+    pub fn check(&self) -> Result<(), String> {
+        if self.generation > MAX_GENERATION {
+            return Err(format!(
+                "generation {} is past the last a run may reach ({MAX_GENERATION})",
+                self.generation
+            ));
+        }
+        let best = Path::new(&self.best);
+        let inside = !self.best.is_empty()
+            && best
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !inside {
+            return Err(format!(
+                "best network {:?} is not a path inside the run directory",
+                self.best
+            ));
+        }
+        if !(self.elapsed_s.is_finite() && self.elapsed_s >= 0.0) {
+            return Err(format!("elapsed_s {} is not a wall time", self.elapsed_s));
+        }
+        Ok(())
+    }
 }
+
+/// The run directory's writer lock ([`RunDir::lock_writer`]), held while this lives.
+#[derive(Debug)]
+pub struct WriterLock {
+    _file: std::fs::File,
+}
+
+/// The last generation a run may reach: far beyond any run's budget, far below where the
+/// counter would wrap.
+pub const MAX_GENERATION: u32 = 100_000;
 
 /// How the run's files name a player: `gen-0012` for a network of this run, the arena spec
 /// (`random`, `alphabeta:2`) for anything else. Independent of where the run directory is and
@@ -237,12 +274,21 @@ impl RunDir {
 
     /// Creates the directory (and its parents).
     pub fn create(&self) -> Result<(), LoopError> {
+        let not_a_directory = || {
+            LoopError::io(
+                self.root(),
+                std::io::Error::other(
+                    "exists and is not a directory: a run directory must be a directory \
+                     (give --run-dir a new or existing directory)",
+                ),
+            )
+        };
+        if self.root().exists() && !self.root().is_dir() {
+            return Err(not_a_directory());
+        }
         std::fs::create_dir_all(self.root()).map_err(|e| LoopError::io(self.root(), e))?;
         if !self.root().is_dir() {
-            return Err(LoopError::io(
-                self.root(),
-                std::io::Error::other("not a directory"),
-            ));
+            return Err(not_a_directory());
         }
         Ok(())
     }
@@ -250,20 +296,67 @@ impl RunDir {
     /// The run's state, `None` for a directory where no run has started.
     pub fn load_state(&self) -> Result<Option<RunState>, LoopError> {
         let path = self.paths.state_file();
-        let bytes = match std::fs::read(&path) {
+        let bytes = match yari_io::read_regular_file(&path, yari_io::MAX_LOG_BYTES) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(LoopError::io(&path, e)),
         };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| LoopError::Corrupt {
-                path,
-                what: format!(
-                    "{e}; the run's progress cannot be read (restore the file from a backup, or \
-                     see `yari check` for what else is intact)"
-                ),
-            })
+        let state: RunState = serde_json::from_slice(&bytes).map_err(|e| LoopError::Corrupt {
+            path: path.clone(),
+            what: format!(
+                "{e}; the run's progress cannot be read (restore the file from a backup, or \
+                 see `yari check` for what else is intact)"
+            ),
+        })?;
+        state
+            .check()
+            .map_err(|what| LoopError::Corrupt { path, what })?;
+        Ok(Some(state))
+    }
+
+    /// Makes this process the run's one writer until the returned lock is dropped (or the
+    /// process ends, killed or not): a second `yari run` or `yari learn` on the directory is
+    /// refused, naming the holder, instead of doubling every record. An OS advisory lock, so
+    /// a killed holder never leaves the directory locked.
+    pub fn lock_writer(&self, role: &str) -> Result<WriterLock, LoopError> {
+        use std::io::Write;
+        let path = self.paths.writer_lock_file();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| LoopError::io(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = yari_io::read_regular_text(&path, 4096).unwrap_or_default();
+                let holder = holder.trim();
+                return Err(LoopError::Busy {
+                    path: self.root().to_path_buf(),
+                    holder: if holder.is_empty() {
+                        "a process that has not said who it is yet".into()
+                    } else {
+                        holder.to_string()
+                    },
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(LoopError::io(&path, e)),
+        }
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let who = format!(
+            "{role}, pid {} on {}, since unix time {since}\n",
+            std::process::id(),
+            crate::phases::host_name().unwrap_or_else(|| "an unnamed host".into())
+        );
+        // Only the holder writes the file; a failure here leaves the lock held all the same.
+        let _ = file
+            .set_len(0)
+            .and_then(|()| (&file).write_all(who.as_bytes()));
+        Ok(WriterLock { _file: file })
     }
 
     /// The run's state; a directory without one is an error naming it.
@@ -313,7 +406,7 @@ impl RunDir {
     /// Every finished generation's summary (empty before the first).
     pub fn read_summaries(&self) -> Result<Vec<GenerationSummary>, LoopError> {
         let path = self.paths.summary_file();
-        match std::fs::read(&path) {
+        match yari_io::read_regular_file(&path, yari_io::MAX_LOG_BYTES) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| LoopError::Corrupt {
                 path,
                 what: e.to_string(),
@@ -366,6 +459,59 @@ mod tests {
         let err = run.load_state().unwrap_err().to_string();
         assert!(err.contains("state.json"), "{err}");
         assert!(!err.contains('\n'), "{err}");
+    }
+
+    #[test]
+    fn a_run_directory_that_is_a_file_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("afile");
+        std::fs::write(&file, b"x").unwrap();
+        let err = RunDir::new(&file).create().unwrap_err().to_string();
+        assert!(
+            err.contains("afile") && err.contains("is not a directory"),
+            "{err}"
+        );
+    }
+
+    /// A state no run writes is refused on load, naming what is wrong, before anything could
+    /// be overwritten: a generation counter about to wrap, a best network outside the run.
+    #[test]
+    fn a_state_no_run_writes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        for (state, says) in [
+            (
+                RunState {
+                    generation: u32::MAX,
+                    ..RunState::new_run()
+                },
+                "generation 4294967295",
+            ),
+            (
+                RunState {
+                    best: "../../../../etc/passwd".into(),
+                    ..RunState::new_run()
+                },
+                "not a path inside the run directory",
+            ),
+            (
+                RunState {
+                    best: "/etc/passwd".into(),
+                    ..RunState::new_run()
+                },
+                "not a path inside the run directory",
+            ),
+        ] {
+            run.save_state(&state).unwrap();
+            let err = run.load_state().unwrap_err().to_string();
+            assert!(err.contains("state.json") && err.contains(says), "{err}");
+        }
+        let last = RunState {
+            generation: MAX_GENERATION,
+            ..RunState::new_run()
+        };
+        run.save_state(&last).unwrap();
+        assert_eq!(run.load_state().unwrap(), Some(last));
     }
 
     #[test]

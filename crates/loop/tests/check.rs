@@ -78,3 +78,82 @@ fn check_refuses_a_directory_that_is_not_a_run() {
     assert!(check_run(tmp.path()).is_damaged());
     assert!(check_run(&tmp.path().join("missing")).is_damaged());
 }
+
+/// A kill between the write of `summary.json` and that of `state.json` (the end of a
+/// generation's rating phase) is not damage: the resumed run rewrites the summary. The same
+/// summary ahead of a state at an earlier phase is.
+#[test]
+fn a_kill_after_the_summary_is_written_is_not_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = finished_generation(tmp.path());
+    let finished = dir.load_state().unwrap().unwrap();
+    assert_eq!(finished.generation, 2);
+    let killed = yari_loop::RunState {
+        generation: 1,
+        phase: Phase::Rate,
+        ..finished.clone()
+    };
+    dir.save_state(&killed).unwrap();
+    let report = check_run(dir.root());
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    let behind = yari_loop::RunState {
+        generation: 1,
+        phase: Phase::Gate,
+        ..finished
+    };
+    dir.save_state(&behind).unwrap();
+    let report = check_run(dir.root());
+    assert!(report.is_damaged(), "{:?}", report.findings);
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.what.contains("state.json is only at generation 1")),
+        "{:?}",
+        report.findings
+    );
+}
+
+/// Shard names on a directory or a pipe are damage (their games are missing), and a link under
+/// `games/` is reported, never followed (`games/root -> /` once walked the whole file system).
+#[test]
+fn odd_files_under_games_are_reported_and_links_not_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = finished_generation(tmp.path());
+    let gen1 = dir.paths().generation_games_dir(1);
+    std::fs::create_dir(gen1.join("a-directory.yshard")).unwrap();
+    let fifo = gen1.join("a-pipe.yshard");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::os::unix::fs::symlink("/", dir.paths().games_dir().join("root")).unwrap();
+    let start = std::time::Instant::now();
+    let report = check_run(dir.root());
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(30),
+        "walked through the link"
+    );
+    let damaged: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Damage)
+        .map(|f| f.path.clone())
+        .collect();
+    assert!(
+        damaged.contains(&gen1.join("a-directory.yshard")),
+        "{:?}",
+        report.findings
+    );
+    assert!(damaged.contains(&fifo), "{:?}", report.findings);
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.path.ends_with("games/root") && f.severity == Severity::Warning),
+        "{:?}",
+        report.findings
+    );
+    assert_eq!(report.games, 8, "the real shards are all read");
+}

@@ -80,6 +80,37 @@ fn bad_fields_are_named() {
         ("[gate]\ngamez = 3\n", "gamez"),
         ("[rating]\nevery = 0\n", "rating.every"),
         ("[run]\nname = \"a b\"\n", "run.name"),
+        ("[run]\nname = \"..\"\n", "run.name"),
+        ("[run]\nname = \".\"\n", "run.name"),
+        // Keys that would do nothing with the rest of the config.
+        (
+            "[selfplay.search]\nc_puct = 2.0\n",
+            "selfplay.search.c_puct = 2.0 has no effect",
+        ),
+        (
+            "[selfplay.search]\ngumbel = false\ngumbel_considered = 4\n",
+            "selfplay.search.gumbel_considered = 4 has no effect",
+        ),
+        (
+            "[train]\nadam_beta1 = 0.8\n",
+            "train.adam_beta1 = 0.8 has no effect",
+        ),
+        (
+            "[train.lr]\nschedule = \"run_cosine\"\ncosine_steps = 5\n",
+            "train.lr.cosine_steps = 5 has no effect",
+        ),
+        (
+            "[train.lr]\nstep_every = 7\n",
+            "train.lr.step_every = 7 has no effect",
+        ),
+        (
+            "[selfplay.search]\nply_cap = 100\n",
+            "selfplay.search.ply_cap = 100 has no effect",
+        ),
+        (
+            "[selfplay]\nhandicap_max_pieces = 2\n",
+            "selfplay.handicap_max_pieces = 2 has no effect",
+        ),
     ] {
         let err = RunConfig::parse(text, "bad.toml").unwrap_err().to_string();
         assert!(
@@ -164,4 +195,51 @@ fn grad_clip_norm_zero_turns_clipping_off() {
     assert!(text.contains("grad_clip_norm = 0.0"), "{text}");
     let back: TrainConfig = toml::from_str(&text).unwrap();
     assert_eq!(back.grad_clip_norm, None);
+}
+
+/// A config "file" that is a device or a pipe is refused at once, naming it, instead of being
+/// read until memory runs out (`/dev/zero`) or blocking for ever (a FIFO with no writer).
+#[test]
+fn a_config_that_is_not_a_regular_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("config.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    for path in [Path::new("/dev/zero"), fifo.as_path()] {
+        let err = RunConfig::load(Some(path)).unwrap_err().to_string();
+        assert!(
+            err.contains("not a regular file"),
+            "{}: {err}",
+            path.display()
+        );
+        let err = section_from_file::<TrainConfig>(path, "train")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not a regular file"),
+            "{}: {err}",
+            path.display()
+        );
+    }
+}
+
+/// A key that acts under the rest of the config is accepted, and so is an inactive key left
+/// at its built-in value (the built-in file lists every variant's keys).
+#[test]
+fn keys_that_act_are_accepted() {
+    for text in [
+        "[selfplay.search]\ngumbel = false\nc_puct = 2.0\n",
+        "[selfplay.search]\ngumbel_considered = 4\n",
+        "[train]\noptimizer = \"adamw\"\nadam_beta1 = 0.8\n",
+        "[train.lr]\nschedule = \"cosine\"\ncosine_steps = 5\n",
+        "[train.lr]\nschedule = \"run_cosine\"\nmin_lr = 0.001\n",
+        "[selfplay]\nply_cap = 100\n[selfplay.search]\nply_cap = 100\n",
+        "[selfplay.search]\nc_puct = 1.25\n",
+        DEFAULT_CONFIG,
+    ] {
+        RunConfig::parse(text, "good.toml").unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
 }

@@ -121,6 +121,33 @@ fn a_run_whose_trainer_state_was_deleted_says_so() {
     assert!(err.to_string().contains("train"), "{err}");
 }
 
+/// A run directory whose state.json is gone is not a new run: starting one would overwrite its
+/// networks and train on from its trainer. Refused, naming what is there; nothing is written.
+#[test]
+fn a_run_without_its_state_is_refused_not_restarted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = smoke();
+    let run = run_until(tmp.path(), &config, Phase::Gate);
+    drop(run);
+    let model = tmp.path().join("models/gen-0000.yari");
+    let before = std::fs::read(&model).unwrap();
+    std::fs::remove_file(tmp.path().join("state.json")).unwrap();
+    let err = Loop::open(RunDir::new(tmp.path()), config, quiet)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        err.contains("state.json") && err.contains("models"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&model).unwrap(),
+        before,
+        "nothing overwritten"
+    );
+    assert!(!tmp.path().join("state.json").exists());
+}
+
 #[test]
 fn a_damaged_best_network_falls_back_to_the_last_good_one() {
     let tmp = tempfile::tempdir().unwrap();
@@ -248,4 +275,30 @@ fn self_play_runs_at_the_progressive_budget_of_the_run_progress() {
         run.step().unwrap();
     }
     assert_eq!(run.progress(), 0.5);
+}
+
+/// A damaged shard does not stop training (it once stopped every resume of `yari run`): it is
+/// left out, reported, and moved into `rejected/`, and the generation trains on the others.
+#[test]
+fn a_damaged_shard_is_set_aside_and_training_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = smoke();
+    let mut run = run_until(tmp.path(), &config, Phase::Train);
+    let dir = run.dir().clone();
+    let shards = yari_selfplay::list_shards(dir.paths().generation_games_dir(1)).unwrap();
+    assert!(shards.len() >= 2, "{shards:?}");
+    let damaged = shards[0].clone();
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xff;
+    std::fs::write(&damaged, &bytes).unwrap();
+    assert_eq!(run.step().unwrap(), Phase::Train);
+    assert_eq!(run.state().phase, Phase::Gate, "training finished");
+    assert!(!damaged.exists(), "the damaged shard was moved");
+    let rejected: Vec<_> = std::fs::read_dir(dir.root().join("rejected"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let name = damaged.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(rejected, vec![format!("gen-0001-{name}")]);
 }

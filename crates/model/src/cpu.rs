@@ -140,24 +140,24 @@ const CHUNK: usize = 8;
 
 /// A 3x3 same-padded convolution with its batch norm folded in.
 #[derive(Clone, Debug)]
-struct Conv3x3 {
-    cin: usize,
-    cout: usize,
+pub(crate) struct Conv3x3 {
+    pub(crate) cin: usize,
+    pub(crate) cout: usize,
     /// `[9 * cin, cout]`, row `(ky * 3 + kx) * cin + ci`: the im2col layout.
-    weight: Vec<f32>,
+    pub(crate) weight: Vec<f32>,
     /// `[cout]`: the batch norm's shift.
-    bias: Vec<f32>,
+    pub(crate) bias: Vec<f32>,
 }
 
 /// A dense layer (a linear layer, or a 1x1 convolution over channels-last activations).
 #[derive(Clone, Debug)]
-struct Dense {
-    din: usize,
-    dout: usize,
+pub(crate) struct Dense {
+    pub(crate) din: usize,
+    pub(crate) dout: usize,
     /// `[din, dout]`.
-    weight: Vec<f32>,
+    pub(crate) weight: Vec<f32>,
     /// `[dout]`.
-    bias: Vec<f32>,
+    pub(crate) bias: Vec<f32>,
 }
 
 /// Why a [`Net`] could not be turned into a [`CpuNet`].
@@ -223,7 +223,7 @@ fn fold_batch_norm(
 }
 
 /// Conv weight `[cout, cin, 3, 3]` (no bias) followed by `bn`, in im2col layout.
-fn fold_conv3x3(
+pub(crate) fn fold_conv3x3(
     conv: &burn::nn::conv::Conv2d,
     bn: &burn::nn::BatchNorm,
     cin: usize,
@@ -257,7 +257,7 @@ fn fold_conv3x3(
 }
 
 /// A 1x1 conv weight `[cout, cin, 1, 1]` (bias optional), optionally followed by a batch norm.
-fn fold_conv1x1(
+pub(crate) fn fold_conv1x1(
     conv: &burn::nn::conv::Conv2d,
     bn: Option<&burn::nn::BatchNorm>,
     cin: usize,
@@ -293,7 +293,7 @@ fn fold_conv1x1(
 }
 
 /// A burn linear layer (weight `[d_input, d_output]`, the layout [`Dense`] uses).
-fn linear(
+pub(crate) fn linear(
     layer: &burn::nn::Linear,
     din: usize,
     dout: usize,

@@ -146,7 +146,7 @@ fn open_described(name: &str) -> Result<(Device, String), DeviceError> {
         return cuda_backend::open();
     }
     let device = crate::device_named(name).expect("a compiled backend has a device");
-    let description = format!("{name} ({device:?})");
+    let description = format!("{name} (burn's CPU backend)");
     Ok((device, description))
 }
 

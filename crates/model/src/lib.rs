@@ -39,6 +39,7 @@ pub mod cpu;
 pub mod device;
 pub mod eval;
 pub mod net;
+pub mod onnx;
 
 pub use burn::tensor::Device;
 pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};

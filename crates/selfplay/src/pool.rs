@@ -417,9 +417,11 @@ pub fn run_selfplay_until(
     let bar = (options.progress && !lines).then(|| {
         let bar = ProgressBar::new(games as u64);
         bar.set_style(
-            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} games  {msg}")
-                .expect("valid template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} games ({eta} left)  {msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
         );
         bar
     });
@@ -497,10 +499,10 @@ pub fn run_selfplay_until(
                 stats.record(&record);
                 if lines {
                     eprintln!(
-                        "self-play: game {}/{games} finished ({} plies, {:?} by {})",
+                        "self-play: game {}/{games} finished ({} plies, {} by {})",
                         stats.games,
                         record.moves.len(),
-                        record.result,
+                        record.result.as_str(),
                         record.end.as_str()
                     );
                 }

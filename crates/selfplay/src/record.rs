@@ -115,6 +115,15 @@ pub enum GameResult {
 }
 
 impl GameResult {
+    /// For people: `white wins`, `black wins`, `draw`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GameResult::Draw => "draw",
+            GameResult::WhiteWins => "white wins",
+            GameResult::BlackWins => "black wins",
+        }
+    }
+
     pub fn winner(self) -> Option<Color> {
         match self {
             GameResult::Draw => None,

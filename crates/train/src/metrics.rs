@@ -45,18 +45,55 @@ pub struct StepMetrics {
     pub window: usize,
 }
 
-/// Appends metrics records to the log.
-pub struct MetricsWriter(yari_io::jsonl::Writer);
+/// Appends metrics records to the log, and the same scalars to a TensorBoard event file in
+/// the `tensorboard/` folder beside it (opened at the first record, a new file per session).
+pub struct MetricsWriter {
+    log: yari_io::jsonl::Writer,
+    events_dir: Option<std::path::PathBuf>,
+    events: Option<yari_io::tensorboard::EventWriter>,
+}
 
 impl MetricsWriter {
     /// Opens (creating) the log for appending, terminating a torn last line first.
     pub fn open(path: &Path) -> Result<Self, TrainError> {
-        Ok(Self(yari_io::jsonl::Writer::open(path)?))
+        Ok(Self {
+            log: yari_io::jsonl::Writer::open(path)?,
+            events_dir: path
+                .parent()
+                .map(|dir| dir.join(yari_io::layout::TENSORBOARD_DIR)),
+            events: None,
+        })
     }
 
-    /// Appends one record as one line (not synced: a lost step is redone from the checkpoint).
+    /// Appends one record as one line (not synced: a lost step is redone from the checkpoint),
+    /// and its scalars as one TensorBoard event at the record's step (`train/...` tags).
     pub fn append(&mut self, m: &StepMetrics) -> Result<(), TrainError> {
-        Ok(self.0.append(m)?)
+        self.log.append(m)?;
+        if self.events.is_none() {
+            if let Some(dir) = &self.events_dir {
+                self.events = Some(yari_io::tensorboard::EventWriter::create(
+                    dir,
+                    "yari",
+                    m.time_unix_s,
+                )?);
+            }
+        }
+        if let Some(events) = &mut self.events {
+            events.scalars(
+                m.step,
+                m.time_unix_s,
+                &[
+                    ("train/loss", m.loss),
+                    ("train/policy_loss", m.policy_loss),
+                    ("train/value_loss", m.value_loss),
+                    ("train/lr", m.lr),
+                    ("train/grad_norm", m.grad_norm),
+                    ("train/samples_per_s", m.samples_per_s),
+                    ("train/window", m.window as f64),
+                ],
+            )?;
+        }
+        Ok(())
     }
 }
 

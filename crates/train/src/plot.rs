@@ -62,7 +62,7 @@ struct LedgerLine {
 ///   a candidate is its opponent's rating plus `E`) and the generation is the last number in
 ///   C's file name (`models/gen-0003.yari` is generation 3).
 pub fn read_ledger(path: &Path) -> Result<Vec<EloPoint>, TrainError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match yari_io::read_regular_text(path, yari_io::MAX_LOG_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(TrainError::io(path, e)),
@@ -125,7 +125,7 @@ pub type ScoreCurve = (String, Vec<(f64, f64)>);
 /// empty; lines that do not parse (or are torn) are skipped; for a generation rated twice
 /// against one opponent the last line wins.
 pub fn read_rating_scores(path: &Path) -> Result<Vec<ScoreCurve>, TrainError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match yari_io::read_regular_text(path, yari_io::MAX_LOG_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(TrainError::io(path, e)),

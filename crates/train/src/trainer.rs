@@ -510,7 +510,8 @@ impl Trainer {
         )?;
 
         let trainer = if state_path.exists() {
-            let text = std::fs::read(&state_path).map_err(|e| TrainError::io(&state_path, e))?;
+            let text = yari_io::read_regular_file(&state_path, yari_io::MAX_LOG_BYTES)
+                .map_err(|e| TrainError::io(&state_path, e))?;
             let state: TrainState =
                 serde_json::from_slice(&text).map_err(|e| TrainError::State {
                     path: state_path.clone(),
@@ -636,6 +637,12 @@ impl Trainer {
     /// Rescans the games directory and returns the window batches will be drawn from.
     pub fn refresh_window(&mut self) -> Result<WindowSnapshot, TrainError> {
         self.window.refresh()
+    }
+
+    /// Shards the replay window left out since the last call because they could not be read
+    /// (damaged or truncated), with why; the caller reports them and may set them aside.
+    pub fn take_skipped_shards(&mut self) -> Vec<(PathBuf, String)> {
+        self.window.take_skipped()
     }
 
     /// Runs `n` optimizer steps on the current replay window (rescanned first, so shards
@@ -849,7 +856,7 @@ impl Trainer {
     /// The state file of the run in `run_dir`, if it has one.
     pub fn read_state(run_dir: &Path) -> Result<Option<TrainState>, TrainError> {
         let path = run_dir.join(TRAIN_DIR).join(STATE_FILE);
-        match std::fs::read(&path) {
+        match yari_io::read_regular_file(&path, yari_io::MAX_LOG_BYTES) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
                 .map_err(|e| TrainError::State {

@@ -71,6 +71,9 @@ pub struct ReplayWindow {
     index_path: Option<PathBuf>,
     /// The index as read at the first refresh (or last written).
     index: Option<ShardIndex>,
+    /// Shards that could not be read, with why, since [`ReplayWindow::take_skipped`]: left out
+    /// of the window instead of stopping training (a damaged shard must not stop every resume).
+    skipped: Vec<(PathBuf, String)>,
 }
 
 impl ReplayWindow {
@@ -82,7 +85,13 @@ impl ReplayWindow {
             cache: HashMap::new(),
             index_path: None,
             index: None,
+            skipped: Vec::new(),
         }
+    }
+
+    /// The shards left out since the last call because they could not be read, with why.
+    pub fn take_skipped(&mut self) -> Vec<(PathBuf, String)> {
+        std::mem::take(&mut self.skipped)
     }
 
     /// Keeps the shards' position counts in `path` (JSON) between processes. An unreadable
@@ -164,7 +173,14 @@ impl ReplayWindow {
                     },
                 );
             } else if !fresh {
-                let games = read_shard(&path).map_err(|e| TrainError::shard(&path, e))?;
+                let games = match read_shard(&path) {
+                    Ok(games) => games,
+                    Err(e) => {
+                        self.cache.remove(&path);
+                        self.skipped.push((path.clone(), e.to_string()));
+                        continue;
+                    }
+                };
                 let positions = games.iter().map(|g| g.samples.len()).sum();
                 self.cache.insert(
                     path.clone(),
@@ -196,11 +212,18 @@ impl ReplayWindow {
             }
             let games = match &entry.games {
                 Some(g) => g.clone(),
-                None => {
-                    let g = Arc::new(read_shard(path).map_err(|e| TrainError::shard(path, e))?);
-                    entry.games = Some(g.clone());
-                    g
-                }
+                None => match read_shard(path) {
+                    Ok(g) => {
+                        let g = Arc::new(g);
+                        entry.games = Some(g.clone());
+                        g
+                    }
+                    // Damaged since it was indexed: left out like an unreadable new shard.
+                    Err(e) => {
+                        self.skipped.push((path.clone(), e.to_string()));
+                        continue;
+                    }
+                },
             };
             for (gi, game) in games.iter().enumerate().rev() {
                 if taken >= size {

@@ -422,7 +422,15 @@ pub(super) fn search_and_answer(
             if thought.result.best_move.is_some() {
                 report(&thought);
             } else {
-                say(out, "info depth 0 score mate 0");
+                // The game is over at the root: lost for the side to move (mated, or no
+                // legal move), or drawn (repetition), which is a score of 0, not a mate.
+                match &thought.result.terminal {
+                    Some(outcome) if outcome.winner.is_none() => {
+                        say(out, "info string the game is drawn in this position");
+                        say(out, "info depth 0 score cp 0");
+                    }
+                    _ => say(out, "info depth 0 score mate 0"),
+                }
             }
             // With `go infinite` the answer must wait for `stop`.
             while budget.infinite && !stop.load(Ordering::Relaxed) {

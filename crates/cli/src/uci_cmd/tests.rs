@@ -83,6 +83,28 @@ fn stop_ends_an_infinite_search_with_a_move_and_isready_answers_meanwhile() {
     s.quit();
 }
 
+/// A position drawn by threefold repetition is reported as a draw (score 0), not as mate.
+#[test]
+fn a_drawn_root_scores_zero_not_mate() {
+    let (mut s, out) = session();
+    s.handle_line("position startpos moves d1d2 d9d8 d2d1 d8d9 d1d2 d9d8 d2d1 d8d9");
+    s.handle_line("go nodes 100");
+    let text = wait_for(&out, "bestmove");
+    assert!(text.contains("info depth 0 score cp 0"), "{text}");
+    assert!(!text.contains("score mate"), "{text}");
+    s.quit();
+    // A side to move with no legal move (a loss) still reads mate 0.
+    let (mut s, out) = session();
+    s.handle_line("position fen k6/1R5/1+N5/7/7/7/7/7/6K[] b - - 0 1");
+    s.handle_line("go nodes 100");
+    let text = wait_for(&out, "bestmove");
+    s.quit();
+    let pos = yari_rules::Position::from_fen("k6/1R5/1+N5/7/7/7/7/7/6K[] b - - 0 1").unwrap();
+    assert!(pos.legal_moves().is_empty(), "Black has no move: a loss");
+    assert!(text.contains("score mate 0"), "{text}");
+    assert!(text.contains("bestmove (none)"), "{text}");
+}
+
 #[test]
 fn options_are_listed_set_and_refused_by_name() {
     let (mut s, out) = session();
