@@ -216,6 +216,37 @@ pub enum Command {
         #[command(flatten)]
         search: EngineArgs,
     },
+    /// A local web server: play the network on a board in the browser, watch a run (with
+    /// --run-dir) and replay its games. Prints the address to open.
+    Serve {
+        /// Network file (default: the shipped data/models/default.yari; `uniform` for none).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// A run directory whose progress, checkpoints (playable) and games the pages show.
+        #[arg(long)]
+        run_dir: Option<PathBuf>,
+        /// Port to listen on (0: any free port).
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// Address to listen on. Anything but a loopback address exposes the server (and its
+        /// engine and run directory) to the network, so it takes --host twice to confirm:
+        /// `--host 0.0.0.0 --host 0.0.0.0`.
+        #[arg(long, default_value = "127.0.0.1", action = clap::ArgAction::Append)]
+        host: Vec<std::net::IpAddr>,
+        /// Server threads (each search holds one while it thinks).
+        #[arg(long, default_value_t = 4)]
+        workers: usize,
+    },
+    /// The games of a run: a line each (id, players, result, reason, plies), or PGN.
+    Games {
+        run_dir: PathBuf,
+        /// Write every game (or the one --id names) as PGN (variant yarishogi).
+        #[arg(long)]
+        pgn: bool,
+        /// Only this game (an id from the list).
+        #[arg(long)]
+        id: Option<String>,
+    },
     /// Measure speed.
     Bench {
         #[command(subcommand)]

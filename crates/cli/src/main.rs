@@ -12,6 +12,7 @@ mod play_cmd;
 mod rules_cmd;
 mod run_cmd;
 mod selfplay_cmd;
+mod serve_cmd;
 mod train_cmd;
 mod uci_cmd;
 mod worker_cmd;
@@ -48,7 +49,10 @@ fn is_closed_pipe(e: &anyhow::Error) -> bool {
 fn run_cli() -> Result<()> {
     let cli = Cli::parse();
     // Opened before any work, so a missing GPU driver is a clear error, not a panic mid-run.
-    if !matches!(cli.command, Command::Perft { .. } | Command::Legal { .. }) {
+    if !matches!(
+        cli.command,
+        Command::Perft { .. } | Command::Legal { .. } | Command::Games { .. }
+    ) {
         let name = cli
             .device
             .clone()
@@ -226,6 +230,14 @@ fn run_cli() -> Result<()> {
                 &mut std::io::stdout(),
             )
         }
+        Command::Serve {
+            model,
+            run_dir,
+            port,
+            host,
+            workers,
+        } => serve_cmd::serve(model.as_deref(), run_dir, port, &host, workers),
+        Command::Games { run_dir, pgn, id } => serve_cmd::games(&run_dir, pgn, id.as_deref()),
         Command::Uci { model, search } => {
             let (evaluator, name) = engine::load_evaluator(model.as_deref())?;
             uci_cmd::run(evaluator, search.options(), &name)

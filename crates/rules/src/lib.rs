@@ -31,6 +31,7 @@ mod attacks;
 mod board;
 pub mod encoding;
 mod fen;
+pub mod pgn;
 mod position;
 mod types;
 mod zobrist;
