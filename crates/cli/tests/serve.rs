@@ -13,6 +13,17 @@ fn yari() -> Command {
     Command::new(env!("CARGO_BIN_EXE_yari"))
 }
 
+/// Runs `cmd` and returns its output, failing the test with its standard error if it failed.
+fn succeed(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -46,24 +57,14 @@ fn games_lists_a_runs_games_and_refuses_a_missing_run() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run directory"));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("arena/extra.jsonl");
-    let out = yari()
-        .args(["arena", "--a", "random", "--b", "random", "--games", "4"])
-        .arg("--games-file")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        yari()
+            .args(["arena", "--a", "random", "--b", "random", "--games", "4"])
+            .arg("--games-file")
+            .arg(&file),
     );
-    let out = yari().arg("games").arg(dir.path()).output().unwrap();
+    let out = succeed(yari().arg("games").arg(dir.path()));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(text.lines().count(), 4, "{text}");
     assert!(
         text.starts_with("arena/extra.jsonl/0\trandom - random\t"),
@@ -142,48 +143,33 @@ fn post(addr: &str, path: &str, body: &str) -> String {
 fn every_pgn_the_project_writes_replays_in_pyffish() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    let out = yari()
-        .args(["run", "--config"])
-        .arg(root().join("configs/smoke.toml"))
-        .arg("--run-dir")
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        yari()
+            .args(["run", "--config"])
+            .arg(root().join("configs/smoke.toml"))
+            .arg("--run-dir")
+            .arg(&run),
     );
     // Decisive games by the rules: random players mate, stalemate and repeat.
     for (a, b, games) in [("random", "random", "60"), ("alphabeta:1", "random", "10")] {
-        let out = yari()
-            .args([
-                "arena",
-                "--a",
-                a,
-                "--b",
-                b,
-                "--games",
-                games,
-                "--ply-cap",
-                "400",
-            ])
-            .arg("--games-file")
-            .arg(run.join("arena/extra.jsonl"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        succeed(
+            yari()
+                .args([
+                    "arena",
+                    "--a",
+                    a,
+                    "--b",
+                    b,
+                    "--games",
+                    games,
+                    "--ply-cap",
+                    "400",
+                ])
+                .arg("--games-file")
+                .arg(run.join("arena/extra.jsonl")),
         );
     }
-    let out = yari().arg("games").arg(&run).arg("--pgn").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeed(yari().arg("games").arg(&run).arg("--pgn"));
     let run_pgn = dir.path().join("run.pgn");
     std::fs::write(&run_pgn, &out.stdout).unwrap();
 

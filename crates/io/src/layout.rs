@@ -52,6 +52,20 @@ pub fn parse_generation_name(name: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+/// `text` with every character but ASCII letters, digits and those in `keep` replaced by `_`:
+/// a host name, an opponent spec or a game id made safe to put in a file name or a tag.
+pub fn name_part(text: &str, keep: &[char]) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || keep.contains(&c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// The paths of one run directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunPaths {

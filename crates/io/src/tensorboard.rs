@@ -40,16 +40,7 @@ impl EventWriter {
             move |source| Error::Io { path, source }
         };
         std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let host: String = host
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let host = crate::layout::name_part(host, &['-']);
         let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!(
             "{EVENT_FILE_PREFIX}.{}.{host}.{}.{n}",

@@ -381,17 +381,7 @@ impl Loop {
             values.push(("gate/score".into(), score));
         }
         for r in &summary.ratings {
-            let rung: String = r
-                .opponent
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == ':' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
+            let rung = yari_io::layout::name_part(&r.opponent, &[':']);
             values.push((format!("rating/{rung}/score"), r.score));
             if let Some(elo) = r.elo {
                 values.push((format!("rating/{rung}/elo"), elo));

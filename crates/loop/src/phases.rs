@@ -65,17 +65,7 @@ pub fn total_games(run: &RunDir) -> Result<usize, LoopError> {
 /// A shard name prefix no other process writing into the same folder uses: the host name and
 /// the process id (with the generation, for the shards of a single-process run).
 pub fn worker_prefix() -> String {
-    let host: String = host_name()
-        .unwrap_or_else(|| "host".into())
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let host = yari_io::layout::name_part(&host_name().unwrap_or_else(|| "host".into()), &['-']);
     format!("{host}-{}", std::process::id())
 }
 

@@ -450,18 +450,7 @@ impl App {
         let run = || -> Result<Reply, Reply> {
             let game = self.load_game(query)?;
             let pgn = game.pgn().map_err(|e| Reply::error(500, e.to_string()))?;
-            let name: String = game
-                .summary
-                .id
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
+            let name = yari_io::layout::name_part(&game.summary.id, &['-']);
             let mut reply = Reply::new(200, "application/x-chess-pgn", pgn.into_bytes());
             reply.headers.push((
                 "Content-Disposition".into(),
