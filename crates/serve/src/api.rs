@@ -168,12 +168,12 @@ impl App {
         let query = query_params(query);
         let get = method == "GET" || method == "HEAD";
         let post = method == "POST";
-        match path {
-            "/" | "/index.html" if get => assets::page("play.html"),
-            "/run" if get => assets::page("run.html"),
-            "/game" if get => assets::page("game.html"),
-            p if get && p.starts_with("/assets/") => assets::asset(&p["/assets/".len()..]),
-            "/api/info" if get => self.info(),
+        let answer = match path {
+            "/" | "/index.html" if get => Ok(assets::page("play.html")),
+            "/run" if get => Ok(assets::page("run.html")),
+            "/game" if get => Ok(assets::page("game.html")),
+            p if get && p.starts_with("/assets/") => Ok(assets::asset(&p["/assets/".len()..])),
+            "/api/info" if get => Ok(self.info()),
             "/api/position" if post => self.position(body),
             "/api/think" if post => self.think(body),
             "/api/pgn" if post => self.game_pgn(body),
@@ -182,11 +182,12 @@ impl App {
             "/api/games" if get => self.games(&query),
             "/api/game" if get => self.run_game(&query),
             "/" | "/index.html" | "/run" | "/game" | "/api/info" | "/api/position"
-            | "/api/think" | "/api/pgn" | "/api/run" | "/api/games" | "/api/game" => {
-                Reply::error(405, format!("{method} is not allowed on {path}"))
-            }
-            _ => Reply::error(404, format!("no page {path}")),
-        }
+            | "/api/think" | "/api/pgn" | "/api/run" | "/api/games" | "/api/game" => Err(
+                Reply::error(405, format!("{method} is not allowed on {path}")),
+            ),
+            _ => Err(Reply::error(404, format!("no page {path}"))),
+        };
+        answer.unwrap_or_else(|refusal| refusal)
     }
 
     fn run_paths(&self) -> Result<RunPaths, Reply> {
@@ -222,13 +223,10 @@ impl App {
         replay(fen, moves, self.options.limits.max_moves).map_err(|e| Reply::error(400, e))
     }
 
-    fn position(&self, body: &[u8]) -> Reply {
-        let run = || -> Result<Reply, Reply> {
-            let req: GameRequest = parse_body(body)?;
-            let game = self.replay(req.fen.as_deref(), &req.moves)?;
-            Ok(Reply::json(&position_json(&game)))
-        };
-        run().unwrap_or_else(|e| e)
+    fn position(&self, body: &[u8]) -> Result<Reply, Reply> {
+        let req: GameRequest = parse_body(body)?;
+        let game = self.replay(req.fen.as_deref(), &req.moves)?;
+        Ok(Reply::json(&position_json(&game)))
     }
 
     /// The evaluator called `name` (`default` or a checkpoint of the run).
@@ -293,134 +291,122 @@ impl App {
         Ok(engine)
     }
 
-    fn think(&self, body: &[u8]) -> Reply {
-        let run = || -> Result<Reply, Reply> {
-            let req: ThinkRequest = parse_body(body)?;
-            let limits = self.options.limits;
-            let game = self.replay(req.fen.as_deref(), &req.moves)?;
-            if game.position.outcome().is_some() {
+    fn think(&self, body: &[u8]) -> Result<Reply, Reply> {
+        let req: ThinkRequest = parse_body(body)?;
+        let limits = self.options.limits;
+        let game = self.replay(req.fen.as_deref(), &req.moves)?;
+        if game.position.outcome().is_some() {
+            return Err(Reply::error(
+                400,
+                "the game is over: there is no move to search",
+            ));
+        }
+        let threads = req.threads.unwrap_or(1);
+        if !(1..=limits.max_threads).contains(&threads) {
+            return Err(Reply::error(
+                400,
+                format!(
+                    "threads {threads}: 1 to {} on this server",
+                    limits.max_threads
+                ),
+            ));
+        }
+        let budget = match (req.nodes, req.movetime_ms) {
+            (Some(_), Some(_)) => {
+                return Err(Reply::error(400, "give nodes or movetime_ms, not both"))
+            }
+            (Some(n), None) if (1..=limits.max_nodes).contains(&n) => Budget::simulations(n),
+            (Some(n), None) => {
                 return Err(Reply::error(
                     400,
-                    "the game is over: there is no move to search",
-                ));
+                    format!("nodes {n}: 1 to {} on this server", limits.max_nodes),
+                ))
             }
-            let threads = req.threads.unwrap_or(1);
-            if !(1..=limits.max_threads).contains(&threads) {
+            (None, Some(ms)) if (1..=limits.max_movetime_ms).contains(&ms) => {
+                Budget::movetime(Duration::from_millis(ms))
+            }
+            (None, Some(ms)) => {
                 return Err(Reply::error(
                     400,
                     format!(
-                        "threads {threads}: 1 to {} on this server",
-                        limits.max_threads
+                        "movetime_ms {ms}: 1 to {} on this server",
+                        limits.max_movetime_ms
                     ),
-                ));
+                ))
             }
-            let budget = match (req.nodes, req.movetime_ms) {
-                (Some(_), Some(_)) => {
-                    return Err(Reply::error(400, "give nodes or movetime_ms, not both"))
-                }
-                (Some(n), None) if (1..=limits.max_nodes).contains(&n) => Budget::simulations(n),
-                (Some(n), None) => {
-                    return Err(Reply::error(
-                        400,
-                        format!("nodes {n}: 1 to {} on this server", limits.max_nodes),
-                    ))
-                }
-                (None, Some(ms)) if (1..=limits.max_movetime_ms).contains(&ms) => {
-                    Budget::movetime(Duration::from_millis(ms))
-                }
-                (None, Some(ms)) => {
-                    return Err(Reply::error(
-                        400,
-                        format!(
-                            "movetime_ms {ms}: 1 to {} on this server",
-                            limits.max_movetime_ms
-                        ),
-                    ))
-                }
-                (None, None) => Budget::simulations(DEFAULT_SIMULATIONS),
-            };
-            let model = req.model.as_deref().unwrap_or("default");
-            let engine = self.engine(model, threads)?;
-            let engine = engine.lock().unwrap_or_else(|e| e.into_inner());
-            let stop = AtomicBool::new(false);
-            let thought = engine
-                .think(
-                    &game.position,
-                    budget,
-                    Instant::now(),
-                    &stop,
-                    Duration::from_secs(3600),
-                    |_| {},
-                )
-                .map_err(|e| Reply::error(500, format!("search failed: {e}")))?;
-            drop(engine);
-            let best = thought.result.best_move;
-            let mut moves = req.moves.clone();
-            if let Some(mv) = best {
-                moves.push(mv.to_string());
-            }
-            let after = self.replay(req.fen.as_deref(), &moves)?;
-            Ok(Reply::json(&json!({
-                "bestmove": best.map(|m| m.to_string()),
-                "pv": thought.result.pv.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
-                "wdl": thought.wdl_per_mille(),
-                "cp": thought.centipawns(),
-                "mate": thought.mate_in(&game.position),
-                "nodes": thought.result.simulations,
-                "nps": thought.nodes_per_second,
-                "elapsed_ms": thought.elapsed.as_secs_f64() * 1000.0,
-                "model": model,
-                "position": position_json(&after),
-            })))
+            (None, None) => Budget::simulations(DEFAULT_SIMULATIONS),
         };
-        run().unwrap_or_else(|e| e)
+        let model = req.model.as_deref().unwrap_or("default");
+        let engine = self.engine(model, threads)?;
+        let engine = engine.lock().unwrap_or_else(|e| e.into_inner());
+        let stop = AtomicBool::new(false);
+        let thought = engine
+            .think(
+                &game.position,
+                budget,
+                Instant::now(),
+                &stop,
+                Duration::from_secs(3600),
+                |_| {},
+            )
+            .map_err(|e| Reply::error(500, format!("search failed: {e}")))?;
+        drop(engine);
+        let best = thought.result.best_move;
+        let mut moves = req.moves.clone();
+        if let Some(mv) = best {
+            moves.push(mv.to_string());
+        }
+        let after = self.replay(req.fen.as_deref(), &moves)?;
+        Ok(Reply::json(&json!({
+            "bestmove": best.map(|m| m.to_string()),
+            "pv": thought.result.pv.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
+            "wdl": thought.wdl_per_mille(),
+            "cp": thought.centipawns(),
+            "mate": thought.mate_in(&game.position),
+            "nodes": thought.result.simulations,
+            "nps": thought.nodes_per_second,
+            "elapsed_ms": thought.elapsed.as_secs_f64() * 1000.0,
+            "model": model,
+            "position": position_json(&after),
+        })))
     }
 
     /// The play page's game as PGN.
-    fn game_pgn(&self, body: &[u8]) -> Reply {
-        let run = || -> Result<Reply, Reply> {
-            let req: PgnRequest = parse_body(body)?;
-            let game = self.replay(req.fen.as_deref(), &req.moves)?;
-            let pgn = PgnGame::new(game.start, game.moves)
-                .tag("Event", "yari serve")
-                .tag("Site", "yari-zero")
-                .tag("White", req.white.unwrap_or_else(|| "?".into()))
-                .tag("Black", req.black.unwrap_or_else(|| "?".into()))
-                .write()
-                .map_err(|e| Reply::error(400, e.to_string()))?;
-            Ok(Reply::json(&json!({ "pgn": pgn })))
-        };
-        run().unwrap_or_else(|e| e)
+    fn game_pgn(&self, body: &[u8]) -> Result<Reply, Reply> {
+        let req: PgnRequest = parse_body(body)?;
+        let game = self.replay(req.fen.as_deref(), &req.moves)?;
+        let pgn = PgnGame::new(game.start, game.moves)
+            .tag("Event", "yari serve")
+            .tag("Site", "yari-zero")
+            .tag("White", req.white.unwrap_or_else(|| "?".into()))
+            .tag("Black", req.black.unwrap_or_else(|| "?".into()))
+            .write()
+            .map_err(|e| Reply::error(400, e.to_string()))?;
+        Ok(Reply::json(&json!({ "pgn": pgn })))
     }
 
-    fn run_page(&self) -> Reply {
-        let run = || -> Result<Reply, Reply> {
-            let paths = self.run_paths()?;
-            run::run_json(paths.root())
-                .map(|v| Reply::json(&v))
-                .map_err(|e| Reply::error(500, e))
-        };
-        run().unwrap_or_else(|e| e)
+    fn run_page(&self) -> Result<Reply, Reply> {
+        let paths = self.run_paths()?;
+        run::run_json(paths.root())
+            .map(|v| Reply::json(&v))
+            .map_err(|e| Reply::error(500, e))
     }
 
-    fn games(&self, query: &HashMap<String, String>) -> Reply {
-        let run = || -> Result<Reply, Reply> {
-            let paths = self.run_paths()?;
-            let limit = match query.get("limit") {
-                None => DEFAULT_GAME_LIST,
-                Some(l) => l
-                    .parse()
-                    .map_err(|_| Reply::error(400, format!("limit {l:?}: not a number")))?,
-            };
-            let all = self
-                .catalog
-                .list(paths.root())
-                .map_err(|e| Reply::error(500, e.to_string()))?;
-            let total = all.len();
-            let newest: Vec<_> = all.into_iter().rev().take(limit).collect();
-            Ok(Reply::json(&json!({ "games": newest, "total": total })))
+    fn games(&self, query: &HashMap<String, String>) -> Result<Reply, Reply> {
+        let paths = self.run_paths()?;
+        let limit = match query.get("limit") {
+            None => DEFAULT_GAME_LIST,
+            Some(l) => l
+                .parse()
+                .map_err(|_| Reply::error(400, format!("limit {l:?}: not a number")))?,
         };
-        run().unwrap_or_else(|e| e)
+        let all = self
+            .catalog
+            .list(paths.root())
+            .map_err(|e| Reply::error(500, e.to_string()))?;
+        let total = all.len();
+        let newest: Vec<_> = all.into_iter().rev().take(limit).collect();
+        Ok(Reply::json(&json!({ "games": newest, "total": total })))
     }
 
     fn load_game(&self, query: &HashMap<String, String>) -> Result<games::GameDetail, Reply> {
@@ -434,31 +420,25 @@ impl App {
         })
     }
 
-    fn run_game(&self, query: &HashMap<String, String>) -> Reply {
-        let run = || -> Result<Reply, Reply> {
-            let game = self.load_game(query)?;
-            let pgn = game.pgn().map_err(|e| Reply::error(500, e.to_string()))?;
-            let mut value = serde_json::to_value(&game)
-                .map_err(|e| Reply::error(500, format!("encoding the game: {e}")))?;
-            value["pgn"] = Value::String(pgn);
-            Ok(Reply::json(&value))
-        };
-        run().unwrap_or_else(|e| e)
+    fn run_game(&self, query: &HashMap<String, String>) -> Result<Reply, Reply> {
+        let game = self.load_game(query)?;
+        let pgn = game.pgn().map_err(|e| Reply::error(500, e.to_string()))?;
+        let mut value = serde_json::to_value(&game)
+            .map_err(|e| Reply::error(500, format!("encoding the game: {e}")))?;
+        value["pgn"] = Value::String(pgn);
+        Ok(Reply::json(&value))
     }
 
-    fn run_game_pgn(&self, query: &HashMap<String, String>) -> Reply {
-        let run = || -> Result<Reply, Reply> {
-            let game = self.load_game(query)?;
-            let pgn = game.pgn().map_err(|e| Reply::error(500, e.to_string()))?;
-            let name = yari_io::layout::name_part(&game.summary.id, &['-']);
-            let mut reply = Reply::new(200, "application/x-chess-pgn", pgn.into_bytes());
-            reply.headers.push((
-                "Content-Disposition".into(),
-                format!("attachment; filename=\"{name}.pgn\""),
-            ));
-            Ok(reply)
-        };
-        run().unwrap_or_else(|e| e)
+    fn run_game_pgn(&self, query: &HashMap<String, String>) -> Result<Reply, Reply> {
+        let game = self.load_game(query)?;
+        let pgn = game.pgn().map_err(|e| Reply::error(500, e.to_string()))?;
+        let name = yari_io::layout::name_part(&game.summary.id, &['-']);
+        let mut reply = Reply::new(200, "application/x-chess-pgn", pgn.into_bytes());
+        reply.headers.push((
+            "Content-Disposition".into(),
+            format!("attachment; filename=\"{name}.pgn\""),
+        ));
+        Ok(reply)
     }
 }
 

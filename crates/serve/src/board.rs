@@ -2,7 +2,7 @@
 //! described in JSON (board, hands, legal moves, check, result).
 
 use serde_json::{json, Value};
-use yari_rules::{Color, EndReason, Kind, Move, Outcome, Position, Role, Square, FILES, RANKS};
+use yari_rules::{Color, EndReason, Move, Outcome, Position, Role, Square, FILES, RANKS};
 
 /// Longest FEN accepted (a real one is under 100 characters).
 const MAX_FEN_LEN: usize = 256;
@@ -77,13 +77,6 @@ fn hand(pos: &Position, color: Color) -> Value {
     Value::Object(map)
 }
 
-fn color_name(c: Color) -> &'static str {
-    match c {
-        Color::White => "white",
-        Color::Black => "black",
-    }
-}
-
 fn capitalised(c: Color) -> &'static str {
     match c {
         Color::White => "White",
@@ -115,13 +108,6 @@ pub fn outcome_text(outcome: Outcome) -> String {
     }
 }
 
-fn king_square(pos: &Position, color: Color) -> Option<Square> {
-    Square::all().find(|&sq| {
-        pos.piece_at(sq)
-            .is_some_and(|p| p.color == color && p.kind == Kind::King)
-    })
-}
-
 /// The JSON the pages draw a position from.
 pub fn position_json(game: &Game) -> Value {
     let pos = &game.position;
@@ -129,7 +115,7 @@ pub fn position_json(game: &Game) -> Value {
     let outcome = pos.outcome().map(|o| {
         json!({
             "result": o.result_str(),
-            "winner": o.winner.map(color_name),
+            "winner": o.winner.map(|c| c.to_string()),
             "reason": o.reason.as_str(),
             "text": outcome_text(o),
         })
@@ -141,12 +127,12 @@ pub fn position_json(game: &Game) -> Value {
     json!({
         "start_fen": game.start.fen(),
         "fen": pos.fen(),
-        "side": color_name(side),
+        "side": side.to_string(),
         "board": board_rows(pos),
         "hands": {"white": hand(pos, Color::White), "black": hand(pos, Color::Black)},
         "legal": legal,
         "check": pos.is_check(),
-        "king": king_square(pos, side).map(|s| s.to_string()),
+        "king": Square::new(pos.board().king(side)).map(|s| s.to_string()),
         "last_move": game.moves.last().map(Move::to_string),
         "moves": game.moves.iter().map(Move::to_string).collect::<Vec<_>>(),
         "ply": game.moves.len(),
