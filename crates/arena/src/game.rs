@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use yari_rules::{Color, EndReason, Move, Position, START_FEN};
 
 use crate::openings::Opening;
-use crate::player::{GameView, Player, PlayerError};
+use crate::player::{ClockView, GameView, Player, PlayerError};
 
 /// Why a game ended: the rules' reasons, the arena's ply-cap adjudication, and the ways a
 /// player can forfeit.
@@ -174,24 +174,6 @@ impl TimeControl {
             ));
         }
         Ok(tc)
-    }
-}
-
-/// Both players' clocks before a move.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClockView {
-    pub white: Duration,
-    pub black: Duration,
-    pub increment: Duration,
-}
-
-impl ClockView {
-    /// The clock of `side`.
-    pub fn of(&self, side: Color) -> Duration {
-        match side {
-            Color::White => self.white,
-            Color::Black => self.black,
-        }
     }
 }
 

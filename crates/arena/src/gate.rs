@@ -21,7 +21,8 @@ use crate::matches::{run_match, MatchConfig, MatchResult};
 use crate::player::PlayerFactory;
 use crate::stats::{Pentanomial, SprtConfig, SprtDecision, SprtStatus, Wdl};
 
-/// How a gating match is played and judged.
+/// How a gating match is played and judged. No `Default`: the run's gate is the `[gate]`
+/// section of `configs/default.toml`, and a second set of values here would disagree with it.
 #[derive(Debug, Clone)]
 pub struct GateConfig {
     /// Games to play at most (the SPRT may stop sooner).
@@ -38,19 +39,6 @@ pub struct GateConfig {
     pub match_config: MatchConfig,
     /// Append the decision to this ledger (JSON lines).
     pub ledger: Option<PathBuf>,
-}
-
-impl Default for GateConfig {
-    fn default() -> Self {
-        GateConfig {
-            games: 200,
-            sprt: Some(SprtConfig::new(0.0, 10.0)),
-            threshold: 0.55,
-            require_edge: true,
-            match_config: MatchConfig::default(),
-            ledger: None,
-        }
-    }
 }
 
 /// Why the gate decided as it did.

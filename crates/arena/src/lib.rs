@@ -39,13 +39,13 @@ pub mod uci;
 
 pub use alphabeta::AlphaBetaPlayer;
 pub use error::ArenaError;
-pub use game::{play_game, ClockView, GameConfig, GameRecord, Reason, Side, TimeControl};
+pub use game::{play_game, GameConfig, GameRecord, Reason, Side, TimeControl};
 pub use gate::{
     append_ledger, current_best, decide, gate, read_ledger, GateConfig, GateDecision, GateReason,
 };
 pub use matches::{run_match, MatchConfig, MatchResult, MoveTimes};
 pub use openings::{random_openings, Opening};
-pub use player::{FnFactory, GameView, Player, PlayerError, PlayerFactory};
+pub use player::{ClockView, FnFactory, GameView, Player, PlayerError, PlayerFactory};
 pub use random::RandomPlayer;
 pub use ratings::{fit_ratings, games_dir, ledger_path, read_run_games, Rating, RatingList};
 pub use spec::{PlayerSpec, SpecError};

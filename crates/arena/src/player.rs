@@ -2,10 +2,26 @@
 
 use std::time::Duration;
 
-use crate::game::ClockView;
-
 use thiserror::Error;
-use yari_rules::{Move, Position};
+use yari_rules::{Color, Move, Position};
+
+/// Both players' clocks before a move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockView {
+    pub white: Duration,
+    pub black: Duration,
+    pub increment: Duration,
+}
+
+impl ClockView {
+    /// The clock of `side`.
+    pub fn of(&self, side: Color) -> Duration {
+        match side {
+            Color::White => self.white,
+            Color::Black => self.black,
+        }
+    }
+}
 
 /// What a player sees when asked for a move: the position (which carries the repetition
 /// history the rules need) and how the game got there, since an external engine has to be

@@ -143,15 +143,26 @@ impl Wdl {
                 high: e,
             };
         }
-        let z2 = Z95 * Z95;
-        let shrink = 1.0 + z2 / n;
-        let centre = (s + z2 / (2.0 * n)) / shrink;
-        let half = Z95 / shrink * (self.per_game_variance() / n + z2 / (4.0 * n * n)).sqrt();
+        let (low, high) = self.score_interval();
         EloEstimate {
             elo: elo_from_score(s),
-            low: elo_from_score(centre - half),
-            high: elo_from_score(centre + half),
+            low: elo_from_score(low),
+            high: elo_from_score(high),
         }
+    }
+
+    /// The 95% interval of the score: Wilson's score interval with the trinomial per-game
+    /// variance (see [`Wdl::elo`], which maps it to Elo). No games: the point ½.
+    pub fn score_interval(&self) -> (f64, f64) {
+        let n = self.games() as f64;
+        if n == 0.0 {
+            return (0.5, 0.5);
+        }
+        let z2 = Z95 * Z95;
+        let shrink = 1.0 + z2 / n;
+        let centre = (self.score() + z2 / (2.0 * n)) / shrink;
+        let half = Z95 / shrink * (self.per_game_variance() / n + z2 / (4.0 * n * n)).sqrt();
+        ((centre - half).max(0.0), (centre + half).min(1.0))
     }
 
     /// Likelihood of superiority: the probability that the player is stronger, from wins and

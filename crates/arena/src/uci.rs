@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use yari_rules::Move;
 
-use crate::game::ClockView;
-use crate::player::{GameView, Player, PlayerError};
+use crate::player::{ClockView, GameView, Player, PlayerError};
 
 /// Lines the reader thread queues ahead of the client. When the queue is full the thread
 /// stops reading, so the pipe fills and the engine blocks: an engine that floods output
@@ -90,7 +89,7 @@ pub enum SearchLimit {
     Depth(u32),
 }
 
-/// How to run and talk to an engine. Parsed from a player spec, see [`crate::spec`].
+/// How to run and talk to an engine. Parsed from a player spec (the `spec` module).
 #[derive(Debug, Clone, PartialEq)]
 pub struct UciConfig {
     /// Program and arguments (no shell involved: the child is the engine itself, so killing

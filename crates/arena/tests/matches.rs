@@ -147,13 +147,26 @@ fn result_with(wdl: Wdl, sprt: Option<SprtStatus>) -> MatchResult {
     }
 }
 
+/// The fields a test does not set (the library has no default gate: the run's is
+/// `configs/default.toml`'s `[gate]`).
+fn gate_basics() -> GateConfig {
+    GateConfig {
+        games: 200,
+        sprt: Some(SprtConfig::new(0.0, 10.0)),
+        threshold: 0.55,
+        require_edge: true,
+        match_config: MatchConfig::default(),
+        ledger: None,
+    }
+}
+
 #[test]
 fn gating_never_promotes_on_draws() {
     let config = GateConfig {
         games: 100,
         threshold: 0.5,
         sprt: None,
-        ..GateConfig::default()
+        ..gate_basics()
     };
     let d = decide(&result_with(Wdl::new(0, 100, 0), None), &config);
     assert!(!d.promote);
@@ -177,7 +190,7 @@ fn gating_threshold_and_sprt() {
         games: 100,
         threshold: 0.55,
         sprt: None,
-        ..GateConfig::default()
+        ..gate_basics()
     };
     let d = decide(&result_with(Wdl::new(30, 50, 20), None), &config);
     assert!(d.promote);
@@ -206,7 +219,7 @@ fn non_regression_gating_promotes_an_even_candidate_but_not_a_worse_one() {
         threshold: 0.45,
         require_edge: false,
         sprt: None,
-        ..GateConfig::default()
+        ..gate_basics()
     };
     // 18-4-18: even, promoted (with require_edge it would be NoEdge).
     let d = decide(&result_with(Wdl::new(18, 4, 18), None), &config);
@@ -271,7 +284,7 @@ fn ledger_survives_a_torn_line() {
             model: SprtModel::Trinomial,
             ..SprtConfig::new(0.0, 10.0)
         }),
-        ..GateConfig::default()
+        ..gate_basics()
     };
     let mut first = decide(&result_with(Wdl::new(10, 0, 0), None), &config);
     first.candidate = "gen1".into();

@@ -92,6 +92,13 @@ fn degenerate_results() {
     let one = Wdl::new(1, 0, 19).elo();
     assert!(one.low.is_finite() && one.high.is_finite());
     assert!(one.low < one.elo && one.elo < one.high, "{one:?}");
+    // The score interval is the same interval before the Elo map: 20-0-0 is [0.839, 1].
+    let (low, high) = Wdl::new(20, 0, 0).score_interval();
+    close(low, 20.0 / (20.0 + Z95 * Z95), 1e-12);
+    assert_eq!(high, 1.0);
+    let (low, high) = Wdl::new(7, 6, 7).score_interval();
+    assert!(low < 0.5 && high > 0.5 && (0.5 - low - (high - 0.5)).abs() < 1e-12);
+    assert_eq!(Wdl::default().score_interval(), (0.5, 0.5));
 }
 
 #[test]

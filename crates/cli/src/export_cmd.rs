@@ -115,6 +115,17 @@ pub fn run(
             .unwrap_or(0)
             .into(),
     );
+    // An export killed between writing and renaming left its temporary file beside `out`.
+    if let (Some(dir), Some(name)) = (out.parent(), out.file_name()) {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if dir.is_dir() {
+            yari_io::remove_stale_temp_files(dir, |target| std::ffi::OsStr::new(target) == name)?;
+        }
+    }
     match format {
         ExportFormat::Yari => {
             save(out, &net, &meta).with_context(|| format!("writing {}", out.display()))?;

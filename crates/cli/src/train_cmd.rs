@@ -5,7 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use yari_train::{bench_train, plot::plot_run, TrainConfig, Trainer};
+use yari_loop::plot::plot_run;
+use yari_train::{bench_train, TrainConfig, Trainer};
 
 /// `yari train --run-dir DIR [--config FILE] [--steps N]`: resumes (or starts) the trainer of
 /// the run and runs `steps` optimizer steps (default: the config's `steps_per_generation`)
@@ -35,12 +36,13 @@ pub fn run(
     Ok(())
 }
 
-/// `yari plot RUN_DIR`: draws `plots/training.png` and `plots/elo.png` and prints their paths.
+/// `yari plot RUN_DIR`: draws `plots/training.png` and `plots/elo.png` (the ratings of `yari
+/// ratings` by generation) and prints their paths.
 pub fn plot(run_dir: &Path) -> Result<()> {
     let files = plot_run(run_dir).with_context(|| format!("plotting {}", run_dir.display()))?;
     if files.is_empty() {
         println!(
-            "nothing to plot in {}: no metrics.jsonl records and no ledger.jsonl entries",
+            "nothing to plot in {}: no training metrics and no rated games yet",
             run_dir.display()
         );
     }

@@ -61,17 +61,7 @@ fn games_in(dir: &Path, prefix: &str) -> usize {
 }
 
 fn status_of(dir: &Path, tag: &str) -> serde_json::Value {
-    let entry = std::fs::read_dir(dir.join("workers"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(&format!("{tag}-"))
-        })
-        .expect("status file");
-    json(&entry)
+    status_of_any(dir, tag).expect("a status file")
 }
 
 fn wait_with_deadline(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
@@ -242,6 +232,66 @@ fn learner_trains_on_workers_games_and_refuses_corrupt_shards() {
         b_games
     );
     assert!(dir.join("finished").exists());
+}
+
+/// A worker whose learner is gone does not fill the disk: once `incoming/` holds four
+/// generations of untaken games (32 in the smoke config) it waits, says why, and writes nothing.
+#[test]
+fn a_worker_waits_while_its_games_are_not_taken() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    init(&dir);
+    let incoming = dir.join("incoming");
+    std::fs::create_dir_all(&incoming).unwrap();
+    for i in 0..32 {
+        std::fs::write(incoming.join(format!("old-b00000-{i:05}.yshard")), b"x").unwrap();
+    }
+    let mut child = yari()
+        .args(["worker", "--tag", "w", "--batch-games", "1", "--run-dir"])
+        .arg(&dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while status_of_any(&dir, "w").is_none_or(|s| s["state"] != "waiting") {
+        assert!(start.elapsed() < Duration::from_secs(60), "never waited");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let exit = wait_with_deadline(&mut child, Duration::from_secs(60));
+    let mut log = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(exit.success(), "{log}");
+    assert!(
+        log.contains("32 games in") && log.contains("waiting for the learner"),
+        "{log}"
+    );
+    assert_eq!(games_in(&incoming, "w-"), 0, "{log}");
+    assert_eq!(status_of(&dir, "w")["games"], 0);
+}
+
+fn status_of_any(dir: &Path, tag: &str) -> Option<serde_json::Value> {
+    let entry = std::fs::read_dir(dir.join("workers"))
+        .ok()?
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{tag}-"))
+        })?;
+    serde_json::from_str(&std::fs::read_to_string(entry).ok()?).ok()
 }
 
 /// A worker plays the progressive simulation budget at the run's progress, as `yari run`'s

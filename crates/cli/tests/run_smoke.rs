@@ -137,8 +137,22 @@ fn smoke_run_completes_and_exports() {
     assert_eq!(run_to_end(&dir), Vec::<String>::new());
     check_run(&dir);
 
-    // Export the best network and play it from the exported file alone.
+    // Export the best network and play it from the exported file alone. An earlier export
+    // killed before its rename left a temporary file (issue 38: never removed); this one
+    // removes it, and the stale checkpoint temporary a kill left in models/ goes on resume.
     let exported = tmp.path().join("best.yari");
+    let dead = {
+        let mut child = Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        child.id()
+    };
+    let stale_export = tmp.path().join(format!(".best.yari.{dead}-0.tmp"));
+    let stale_model = dir.join(format!("models/.gen-0002.yari.{dead}-0.tmp"));
+    for stale in [&stale_export, &stale_model] {
+        std::fs::write(stale, vec![0u8; 1 << 20]).unwrap();
+    }
+    assert_eq!(run_to_end(&dir), Vec::<String>::new());
+    assert!(!stale_model.exists(), "a resumed run sweeps models/");
     let out = yari()
         .args(["export", "--run-dir"])
         .arg(&dir)
@@ -150,6 +164,10 @@ fn smoke_run_completes_and_exports() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !stale_export.exists(),
+        "the export removed the stale temporary file"
     );
     let ckpt = yari_model::Checkpoint::read(&exported).unwrap();
     assert_eq!(ckpt.meta.notes["ratings"].as_array().unwrap().len(), 2);

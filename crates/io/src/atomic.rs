@@ -79,9 +79,103 @@ pub fn is_temp_name(file_name: &str) -> bool {
     }
 }
 
+/// The target's file name and the writer's process id in the name of a temporary file of
+/// [`write_atomic`] (`.NAME.PID-N.tmp`, or `.NAME.PID.tmp` as older versions wrote them).
+pub fn temp_file_owner(file_name: &str) -> Option<(&str, u32)> {
+    let rest = file_name.strip_prefix('.')?.strip_suffix(TEMP_SUFFIX)?;
+    let (target, tag) = rest.rsplit_once('.')?;
+    let pid = tag.split_once('-').map_or(tag, |(pid, _)| pid);
+    Some((target, pid.parse().ok()?))
+}
+
+/// Whether the temporary file of process `pid` may still be written to. Our own process id
+/// counts as dead: a file of ours found before we write into a directory was left by an
+/// earlier process that had the same id (containers reuse small ids). Without `/proc`, every
+/// other process is assumed alive, so nothing a live writer needs is ever removed.
+fn writer_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return false;
+    }
+    let proc = Path::new("/proc");
+    !proc.is_dir() || proc.join(pid.to_string()).exists()
+}
+
+/// Removes the temporary files in `dir` whose writer is gone and whose target name passes
+/// `targets` (a kill between writing and renaming leaves one: 1 MB for a checkpoint), and
+/// returns them. What they held never replaced its target, so nothing finished is lost.
+pub fn remove_stale_temp_files(
+    dir: &Path,
+    targets: impl Fn(&str) -> bool,
+) -> Result<Vec<std::path::PathBuf>, Error> {
+    let mut removed = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let path = entry.map_err(|e| Error::io(dir, e))?.path();
+        let stale = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(temp_file_owner)
+            .is_some_and(|(target, pid)| targets(target) && !writer_alive(pid));
+        // Only plain files: never a link or a directory that happens to have such a name.
+        let plain = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        if stale && plain {
+            match fs::remove_file(&path) {
+                Ok(()) => removed.push(path),
+                // Another process cleaning the same directory got there first.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&path, e)),
+            }
+        }
+    }
+    removed.sort();
+    Ok(removed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The id of a process that has exited.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn stale_temporary_files_of_dead_writers_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dead_pid();
+        let alive = 1; // init
+        for name in [
+            format!(".out.yari.{dead}-0.tmp"),
+            format!(".out.yari.{dead}.tmp"),
+            format!(".out.yari.{alive}-0.tmp"),
+            format!(".other.yari.{dead}-3.tmp"),
+            "out.yari".to_string(),
+        ] {
+            fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        let removed = remove_stale_temp_files(dir.path(), |t| t == "out.yari").unwrap();
+        let names: Vec<_> = removed
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                format!(".out.yari.{dead}-0.tmp"),
+                format!(".out.yari.{dead}.tmp")
+            ]
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 3);
+        assert_eq!(
+            temp_file_owner(".a.b.yshard.12-7.tmp"),
+            Some(("a.b.yshard", 12))
+        );
+        assert_eq!(temp_file_owner(".state.json.x-1.tmp"), None);
+        assert_eq!(temp_file_owner("state.json"), None);
+    }
 
     #[test]
     fn replaces_whole_files_and_leaves_no_temporary_behind() {

@@ -16,6 +16,20 @@ pub const MODELS_DIR: &str = "models";
 pub const GAMES_DIR: &str = "games";
 /// The trainer's resumable state.
 pub const TRAIN_DIR: &str = "train";
+/// The trainer's state pointer (step, checkpoint), inside [`TRAIN_DIR`].
+pub const TRAIN_STATE_FILE: &str = "state.json";
+/// The config of the trainer's latest opening, for the record, inside [`TRAIN_DIR`].
+pub const TRAIN_CONFIG_FILE: &str = "config.json";
+/// Position counts of the shards the trainer has seen, inside [`TRAIN_DIR`].
+pub const SHARD_INDEX_FILE: &str = "shard-index.json";
+/// Where workers drop their shards for the learner (`yari worker`, `yari learn`).
+pub const INCOMING_DIR: &str = "incoming";
+/// Where shards that fail verification are set aside, by the learner and by `yari run`.
+pub const REJECTED_DIR: &str = "rejected";
+/// The workers' status files, `workers/<id>.json`.
+pub const WORKERS_DIR: &str = "workers";
+/// The marker the learner writes when the run's budget is spent: workers stop.
+pub const FINISHED_FILE: &str = "finished";
 /// The trainer's per-step metrics (JSON lines).
 pub const METRICS_FILE: &str = "metrics.jsonl";
 /// Every arena game (gating and rating), one JSON-lines file per match.
@@ -136,6 +150,36 @@ impl RunPaths {
     /// See [`TRAIN_DIR`].
     pub fn train_dir(&self) -> PathBuf {
         self.root.join(TRAIN_DIR)
+    }
+
+    /// See [`TRAIN_STATE_FILE`].
+    pub fn train_state_file(&self) -> PathBuf {
+        self.train_dir().join(TRAIN_STATE_FILE)
+    }
+
+    /// See [`SHARD_INDEX_FILE`].
+    pub fn shard_index_file(&self) -> PathBuf {
+        self.train_dir().join(SHARD_INDEX_FILE)
+    }
+
+    /// See [`INCOMING_DIR`].
+    pub fn incoming_dir(&self) -> PathBuf {
+        self.root.join(INCOMING_DIR)
+    }
+
+    /// See [`REJECTED_DIR`].
+    pub fn rejected_dir(&self) -> PathBuf {
+        self.root.join(REJECTED_DIR)
+    }
+
+    /// See [`WORKERS_DIR`].
+    pub fn workers_dir(&self) -> PathBuf {
+        self.root.join(WORKERS_DIR)
+    }
+
+    /// See [`FINISHED_FILE`].
+    pub fn finished_file(&self) -> PathBuf {
+        self.root.join(FINISHED_FILE)
     }
 
     /// See [`METRICS_FILE`].

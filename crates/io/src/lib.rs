@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use atomic::{is_temp_name, write_atomic};
+pub use atomic::{is_temp_name, remove_stale_temp_files, write_atomic};
 pub use layout::RunPaths;
 pub use read::{read_regular_file, read_regular_text, MAX_CONFIG_BYTES, MAX_LOG_BYTES};
 

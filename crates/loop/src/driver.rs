@@ -10,20 +10,8 @@ use yari_train::Trainer;
 
 use crate::phases;
 use crate::run_dir::{GenerationSummary, Phase, RunDir, RunState};
-use crate::{LoopError, RunConfig, DEFAULT_CONFIG};
-
-/// Where progress messages go (one line each).
-pub type Log = fn(&str);
-
-/// Writes a progress message to stderr with a UTC time stamp.
-pub fn stderr_log(message: &str) {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (h, m, s) = ((now / 3600) % 24, (now / 60) % 60, now % 60);
-    eprintln!("[{h:02}:{m:02}:{s:02} UTC] {message}");
-}
+use crate::source::{GameSource, GamesRequest};
+use crate::{Log, LoopError, RunConfig, DEFAULT_CONFIG};
 
 /// Opens the run directory of `yari run` (creating it and its `config.toml` on first use) and
 /// its loop, as the directory's one writer (`role`, e.g. `yari run`, names this process to a
@@ -74,9 +62,9 @@ pub struct Loop {
     state: RunState,
     session_start: Instant,
     log: Log,
-    /// Where a generation's games come from: `None`, played in this process (`yari run`);
-    /// an intake, written by workers into `incoming/` (`yari learn`).
-    intake: Option<crate::roles::Intake>,
+    /// Where a generation's games come from: played in this process (`yari run`), or taken
+    /// from workers (`yari learn`).
+    source: Box<dyn GameSource>,
     /// This process's hold on the run directory ([`open_run`] takes it).
     _writer_lock: Option<crate::run_dir::WriterLock>,
     /// The per-generation TensorBoard scalars of this session (opened at its first generation).
@@ -100,6 +88,19 @@ impl Loop {
                     state.best
                 ));
                 check_trainer(&dir, &state)?;
+                // Temporary files of writes a kill cut short (a checkpoint's is a megabyte):
+                // these folders have one writer, the process that holds the run.
+                let p = dir.paths();
+                for folder in [p.root().to_path_buf(), p.models_dir(), p.train_dir()] {
+                    if folder.is_dir() {
+                        for removed in yari_io::remove_stale_temp_files(&folder, |_| true)? {
+                            log(&format!(
+                                "removed {}, left by a write that was cut short",
+                                removed.display()
+                            ));
+                        }
+                    }
+                }
                 if let Some(good) = fallback_best(&dir, &state, log)? {
                     state.best = good;
                     dir.save_state(&state)?;
@@ -153,15 +154,16 @@ impl Loop {
             state,
             session_start: Instant::now(),
             log,
-            intake: None,
+            source: Box::new(phases::InProcess),
             _writer_lock: None,
             events: None,
         })
     }
 
-    /// This loop with its self-play phase replaced by the intake of workers' games.
-    pub fn with_intake(mut self, intake: crate::roles::Intake) -> Loop {
-        self.intake = Some(intake);
+    /// This loop with its games from `source` instead of its own self-play (the learner's
+    /// intake of workers' games).
+    pub fn with_source(mut self, source: Box<dyn GameSource>) -> Loop {
+        self.source = source;
         self
     }
 
@@ -226,37 +228,20 @@ impl Loop {
         let log = self.log;
         match phase {
             Phase::Selfplay => {
-                let (games, positions, seconds) = match &mut self.intake {
-                    None => {
-                        // The progressive simulation budget
-                        // ([`yari_selfplay::SelfplayConfig::simulation_ramp`]) at the run's
-                        // progress, read once so the log says what was played.
-                        let progress = self.progress();
-                        let mut config = self.config.clone();
-                        config.selfplay = config.selfplay.at_progress(progress);
-                        if config.selfplay != self.config.selfplay {
-                            log(&format!(
-                                "generation {g}: progressive budget at {:.0}% of the run: {}/{} \
-                                 simulations",
-                                100.0 * progress,
-                                config.selfplay.full_simulations,
-                                config.selfplay.cheap_simulations
-                            ));
-                        }
-                        let out = phases::selfplay(&self.dir, &config, g, &self.state.best, log)?;
-                        (out.games, out.positions, out.seconds)
-                    }
-                    Some(intake) => {
-                        let out =
-                            crate::roles::take_games(&self.dir, &self.config, intake, g, log)?;
-                        self.state.summary.workers = out.workers;
-                        (out.games, out.positions, out.seconds)
-                    }
+                let request = GamesRequest {
+                    generation: g,
+                    best: &self.state.best,
+                    target: self.state.games_target(&self.config),
+                    progress: self.progress(),
                 };
+                let out = self.source.games(&self.dir, &self.config, &request, log)?;
                 let s = &mut self.state.summary;
-                s.games = games;
-                s.positions += positions;
-                s.selfplay_s += seconds;
+                if !out.workers.is_empty() {
+                    s.workers = out.workers;
+                }
+                s.games = out.games;
+                s.positions += out.positions;
+                s.selfplay_s += out.seconds;
                 self.state.phase = Phase::Train;
             }
             Phase::Train => {
@@ -271,7 +256,31 @@ impl Loop {
                 };
                 let best = self.state.best.clone();
                 let progress = self.progress();
-                let out = phases::train(&self.dir, &self.config, g, &best, target, progress, log)?;
+                let out =
+                    match phases::train(&self.dir, &self.config, g, &best, target, progress, log) {
+                        Err(LoopError::Train(yari_train::TrainError::NotEnoughData {
+                            have,
+                            need,
+                            ..
+                        })) => {
+                            // Too few positions to train on yet: this generation plays more
+                            // games (another generation's worth) instead of failing on every
+                            // resume.
+                            let games = self.state.summary.games;
+                            let more = self.config.run.games_per_generation as u64;
+                            log(&format!(
+                                "generation {g}: the replay window has {have} positions, \
+                                 training needs {need} (train.window.min_positions): playing \
+                                 {more} more games first"
+                            ));
+                            self.state.games_target =
+                                Some(self.state.games_target(&self.config).max(games) + more);
+                            self.state.phase = Phase::Selfplay;
+                            self.save_state()?;
+                            return Ok(phase);
+                        }
+                        other => other?,
+                    };
                 let s = &mut self.state.summary;
                 if out.loss.is_some() {
                     (s.loss, s.policy_loss, s.value_loss, s.lr) =
@@ -336,12 +345,13 @@ impl Loop {
         };
         (self.log)(&generation_line(&summary, &self.config.run, &ladder));
         self.write_events(&summary)?;
-        if let Err(e) = yari_train::plot::plot_run(self.dir.root()) {
+        if let Err(e) = crate::plot::plot_run(self.dir.root()) {
             (self.log)(&format!("plots not refreshed: {e}"));
         }
         self.state.generation += 1;
         self.state.phase = Phase::Selfplay;
         self.state.train_target = None;
+        self.state.games_target = None;
         Ok(summary)
     }
 
@@ -352,7 +362,7 @@ impl Loop {
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         if self.events.is_none() {
-            let host = crate::phases::host_name().unwrap_or_else(|| "yari".into());
+            let host = crate::run_dir::host_name().unwrap_or_else(|| "yari".into());
             self.events = Some(yari_io::tensorboard::EventWriter::create(
                 &self.dir.paths().tensorboard_dir(),
                 &host,

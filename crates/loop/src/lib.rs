@@ -44,8 +44,10 @@ pub mod check;
 pub mod config;
 mod driver;
 pub mod phases;
+pub mod plot;
 pub mod roles;
 pub mod run_dir;
+pub mod source;
 
 use std::path::{Path, PathBuf};
 
@@ -55,7 +57,21 @@ pub use check::{check_run, CheckReport, Finding, Severity};
 pub use config::{
     section_from_file, GateSection, RatingSection, RunConfig, RunSection, DEFAULT_CONFIG,
 };
-pub use driver::{open_run, stderr_log, Log, Loop};
+pub use driver::{open_run, Loop};
+pub use source::{GameSource, GamesIn, GamesRequest};
+
+/// Where progress messages go (one line each).
+pub type Log = fn(&str);
+
+/// Writes a progress message to stderr with a UTC time stamp.
+pub fn stderr_log(message: &str) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (h, m, s) = ((now / 3600) % 24, (now / 60) % 60, now % 60);
+    eprintln!("[{h:02}:{m:02}:{s:02} UTC] {message}");
+}
 pub use roles::{Intake, WorkerOptions, WorkerStatus};
 pub use run_dir::{GenerationSummary, Phase, PlayerKey, RatingEntry, RunDir, RunState};
 

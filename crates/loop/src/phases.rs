@@ -19,8 +19,9 @@ use yari_rules::Move;
 use yari_selfplay::{run_selfplay_until, RunOptions, SelfplayConfig, ShardWriter};
 use yari_train::Trainer;
 
-use crate::driver::Log;
 use crate::run_dir::{PlayerKey, RatingEntry, RunDir};
+use crate::source::{GameSource, GamesIn, GamesRequest};
+use crate::Log;
 use crate::{LoopError, RunConfig};
 
 /// What the self-play phase did.
@@ -69,16 +70,7 @@ pub fn worker_prefix() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// This machine's name: the kernel's (Linux), else /etc/hostname, else $HOSTNAME, which a
-/// shell sets but seldom exports (so a process started by a scheduler rarely sees it).
-pub fn host_name() -> Option<String> {
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
-        .iter()
-        .find_map(|f| std::fs::read_to_string(f).ok())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-}
+pub use crate::run_dir::host_name;
 
 /// What one batch of self-play wrote.
 #[derive(Clone, Debug, Default)]
@@ -206,18 +198,53 @@ pub fn play_games(
     Ok(outcome)
 }
 
+/// Self-play in this process with the run's best network (`yari run`'s [`GameSource`]), at
+/// the progressive simulation budget of the run's progress
+/// ([`yari_selfplay::SelfplayConfig::simulation_ramp`]).
+pub struct InProcess;
+
+impl GameSource for InProcess {
+    fn games(
+        &mut self,
+        run: &RunDir,
+        config: &RunConfig,
+        request: &GamesRequest<'_>,
+        log: Log,
+    ) -> Result<GamesIn, LoopError> {
+        let g = request.generation;
+        let mut played = config.clone();
+        played.selfplay = config.selfplay.at_progress(request.progress);
+        if played.selfplay != config.selfplay {
+            log(&format!(
+                "generation {g}: progressive budget at {:.0}% of the run: {}/{} simulations",
+                100.0 * request.progress,
+                played.selfplay.full_simulations,
+                played.selfplay.cheap_simulations
+            ));
+        }
+        let out = selfplay(run, &played, g, request.best, request.target, log)?;
+        Ok(GamesIn {
+            games: out.games,
+            positions: out.positions,
+            seconds: out.seconds,
+            workers: Default::default(),
+        })
+    }
+}
+
 /// Plays generation `g`'s games that are not already on disk with the network `best`.
 pub fn selfplay(
     run: &RunDir,
     config: &RunConfig,
     g: u32,
     best: &str,
+    target: u64,
     log: Log,
 ) -> Result<SelfplayOutcome, LoopError> {
     let dir = run.paths().generation_games_dir(g);
     std::fs::create_dir_all(&dir).map_err(|e| LoopError::io(&dir, e))?;
     let done = count_games(&dir)?;
-    let target = config.run.games_per_generation;
+    let target = usize::try_from(target).unwrap_or(usize::MAX);
     let start = Instant::now();
     let mut positions = 0;
     if done < target {
@@ -293,13 +320,34 @@ pub fn train(
         let result = trainer.train_steps(steps, true);
         set_aside(run, trainer.take_skipped_shards(), log);
         let s = result?;
-        log(&format!(
-            "generation {g}: loss {:.4} (policy {:.4}, value {:.4}), lr {:.2e}, {:.0} positions/s",
-            s.loss, s.policy_loss, s.value_loss, s.lr, s.samples_per_s
-        ));
         (out.loss, out.policy_loss, out.value_loss) =
             (Some(s.loss), Some(s.policy_loss), Some(s.value_loss));
         out.lr = Some(s.lr);
+        // A generation resumed after a kill ran only its last steps here: its losses are the
+        // mean over all of its steps, as the metrics log recorded them.
+        let first = target.saturating_sub(config.train.steps_per_generation);
+        let all: Vec<_> = yari_train::read_metrics(&run.paths().metrics_file())?
+            .into_iter()
+            .filter(|m| m.step > first && m.step <= target)
+            .collect();
+        if all.len() as u64 > steps {
+            let mean = |f: fn(&yari_train::StepMetrics) -> f64| {
+                all.iter().map(f).sum::<f64>() / all.len() as f64
+            };
+            (out.loss, out.policy_loss, out.value_loss) = (
+                Some(mean(|m| m.loss)),
+                Some(mean(|m| m.policy_loss)),
+                Some(mean(|m| m.value_loss)),
+            );
+        }
+        log(&format!(
+            "generation {g}: loss {:.4} (policy {:.4}, value {:.4}), lr {:.2e}, {:.0} positions/s",
+            out.loss.unwrap_or(s.loss),
+            out.policy_loss.unwrap_or(s.policy_loss),
+            out.value_loss.unwrap_or(s.value_loss),
+            s.lr,
+            s.samples_per_s
+        ));
     }
     out.candidate = RunPaths::model_rel(g);
     trainer.save_checkpoint(

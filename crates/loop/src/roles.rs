@@ -18,39 +18,32 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{open_run, Log, Loop};
+use crate::driver::{open_run, Loop};
 use crate::phases;
 use crate::run_dir::RunDir;
+use crate::source::{GameSource, GamesIn, GamesRequest};
+use crate::Log;
 use crate::{LoopError, RunConfig};
-
-/// Directory the workers write their shards into.
-pub const INCOMING: &str = "incoming";
-/// Directory the learner moves shards that fail verification into.
-pub const REJECTED: &str = "rejected";
-/// Directory of the workers' status files.
-pub const WORKERS: &str = "workers";
-/// Marker the learner writes when the run's budget is spent.
-pub const FINISHED: &str = "finished";
 
 impl RunDir {
     /// Where workers drop their shards for the learner.
     pub fn incoming_dir(&self) -> PathBuf {
-        self.root().join(INCOMING)
+        self.paths().incoming_dir()
     }
 
     /// Where the learner puts shards that do not verify.
     pub fn rejected_dir(&self) -> PathBuf {
-        self.root().join(REJECTED)
+        self.paths().rejected_dir()
     }
 
     /// The workers' status files.
     pub fn workers_dir(&self) -> PathBuf {
-        self.root().join(WORKERS)
+        self.paths().workers_dir()
     }
 
     /// The marker that tells workers the run is over.
     pub fn finished_file(&self) -> PathBuf {
-        self.root().join(FINISHED)
+        self.paths().finished_file()
     }
 }
 
@@ -63,7 +56,8 @@ pub struct WorkerStatus {
     pub host: String,
     /// Process id.
     pub pid: u32,
-    /// `running`, `stopped` (by a signal) or `finished` (the run is over, or `max_batches`).
+    /// `running`, `waiting` (for the learner to take the games already in `incoming/`),
+    /// `stopped` (by a signal) or `finished` (the run is over, or `max_batches`).
     pub state: String,
     /// Unix time the worker started.
     pub started_unix: u64,
@@ -123,6 +117,11 @@ fn sanitize(s: &str) -> String {
         out
     }
 }
+
+/// How many generations' worth of untaken games `incoming/` may hold before workers wait:
+/// the learner takes one generation's games at a time, so more than this means it is behind
+/// or gone (a learner that died on a config error once left two workers writing 17 MB in 45 s).
+pub const UNTAKEN_GENERATIONS: usize = 4;
 
 /// Sleeps `d` in short steps, returning early (true) once `stop` is set.
 fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) -> bool {
@@ -199,6 +198,7 @@ pub fn run_worker(
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
     });
     let mut loaded: Option<(String, yari_model::eval::NetEvaluator)> = None;
+    let untaken_bound = UNTAKEN_GENERATIONS * config.run.games_per_generation.max(1);
     loop {
         if stop.load(Ordering::SeqCst) {
             status.state = "stopped".into();
@@ -212,6 +212,27 @@ pub fn run_worker(
         if options.max_batches > 0 && status.batches >= options.max_batches {
             status.state = "finished".into();
             break;
+        }
+        // Workers write one game a shard, so the shards waiting are the games waiting.
+        let untaken = yari_selfplay::list_shards(&incoming)?.len();
+        if untaken >= untaken_bound {
+            if status.state != "waiting" {
+                log(&format!(
+                    "worker {id}: {untaken} games in {} not taken yet (the bound is {untaken_bound}, \
+                     {UNTAKEN_GENERATIONS} generations): waiting for the learner",
+                    incoming.display()
+                ));
+                status.state = "waiting".into();
+                save_status(&status_file, &mut status)?;
+            }
+            sleep_unless_stopped(options.poll, stop);
+            continue;
+        }
+        if status.state == "waiting" {
+            log(&format!(
+                "worker {id}: the learner took games; playing again"
+            ));
+            status.state = "running".into();
         }
         let state = run.require_state()?;
         let best = state.best;
@@ -431,12 +452,12 @@ pub struct IntakeOutcome {
 
 /// Takes generation `g`'s games from the workers: the shards already moved into
 /// `games/gen-NNNN/` (by a session that was killed) count, then verified shards from
-/// `incoming/` until `games_per_generation` are there.
+/// `incoming/` until `target` are there.
 pub fn take_games(
     run: &RunDir,
-    config: &RunConfig,
     intake: &mut Intake,
     g: u32,
+    target: u64,
     log: Log,
 ) -> Result<IntakeOutcome, LoopError> {
     let dir = run.paths().generation_games_dir(g);
@@ -449,7 +470,6 @@ pub fn take_games(
         *out.workers.entry(worker_of_shard(&name)).or_default() += n;
         out.games += n;
     }
-    let target = config.run.games_per_generation as u64;
     if out.games < target {
         log(&format!(
             "generation {g}: waiting for {} games from the workers",
@@ -471,6 +491,25 @@ pub fn take_games(
     }
     out.seconds = start.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// The learner's [`GameSource`]: the workers' games, through [`take_games`].
+impl GameSource for Intake {
+    fn games(
+        &mut self,
+        run: &RunDir,
+        _config: &RunConfig,
+        request: &GamesRequest<'_>,
+        log: Log,
+    ) -> Result<GamesIn, LoopError> {
+        let out = take_games(run, self, request.generation, request.target, log)?;
+        Ok(GamesIn {
+            games: out.games,
+            positions: out.positions,
+            seconds: out.seconds,
+            workers: out.workers,
+        })
+    }
 }
 
 /// `yari learn --init`: creates the run directory (config and generation 0) so that workers
@@ -503,7 +542,7 @@ pub fn open_learner(
 ) -> Result<Loop, LoopError> {
     let run = open_run(config_path, Some(root), "yari learn", log)?;
     let intake = Intake::new(run.dir(), poll);
-    Ok(run.with_intake(intake))
+    Ok(run.with_source(Box::new(intake)))
 }
 
 #[cfg(test)]

@@ -39,6 +39,10 @@ pub struct RunState {
     pub best: String,
     /// Trainer step at which this generation's training ends, once training has started.
     pub train_target: Option<u64>,
+    /// Games this generation plays when that is more than `games_per_generation`: set when
+    /// the replay window was still smaller than `train.window.min_positions` after them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub games_target: Option<u64>,
     /// Wall time spent by all sessions of this run before the current one.
     pub elapsed_s: f64,
     /// What this generation's finished phases measured, so a resumed generation still
@@ -55,9 +59,16 @@ impl RunState {
             phase: Phase::Selfplay,
             best: RunPaths::model_rel(0),
             train_target: None,
+            games_target: None,
             elapsed_s: 0.0,
             summary: GenerationSummary::default(),
         }
+    }
+
+    /// The games the current generation plays (or takes from workers).
+    pub fn games_target(&self, config: &crate::RunConfig) -> u64 {
+        let base = config.run.games_per_generation as u64;
+        self.games_target.map_or(base, |t| t.max(base))
     }
 
     /// The key of the best network.
@@ -350,7 +361,7 @@ impl RunDir {
         let who = format!(
             "{role}, pid {} on {}, since unix time {since}\n",
             std::process::id(),
-            crate::phases::host_name().unwrap_or_else(|| "an unnamed host".into())
+            host_name().unwrap_or_else(|| "an unnamed host".into())
         );
         // Only the holder writes the file; a failure here leaves the lock held all the same.
         let _ = file
@@ -425,6 +436,17 @@ impl RunDir {
         let bytes = serde_json::to_vec_pretty(&all).expect("summaries serialise");
         Ok(yari_io::write_atomic(&self.paths.summary_file(), &bytes)?)
     }
+}
+
+/// This machine's name: the kernel's (Linux), else /etc/hostname, else $HOSTNAME, which a
+/// shell sets but seldom exports (so a process started by a scheduler rarely sees it).
+pub fn host_name() -> Option<String> {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(f).ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
 }
 
 #[cfg(test)]

@@ -82,6 +82,10 @@ fn bad_fields_are_named() {
         ("[run]\nname = \"a b\"\n", "run.name"),
         ("[run]\nname = \"..\"\n", "run.name"),
         ("[run]\nname = \".\"\n", "run.name"),
+        (
+            "[train.window]\nmin_positions = 300000\n",
+            "window.min_positions: 300000 is more than window.max_positions (250000)",
+        ),
         // Keys that would do nothing with the rest of the config.
         (
             "[selfplay.search]\nc_puct = 2.0\n",
@@ -242,4 +246,18 @@ fn keys_that_act_are_accepted() {
     ] {
         RunConfig::parse(text, "good.toml").unwrap_or_else(|e| panic!("{text}: {e}"));
     }
+}
+
+/// One source of defaults (issue 32): every section's Rust `Default`, which library users and
+/// `yari bench` without `--config` get, is the built-in file's section.
+#[test]
+fn every_rust_default_is_the_built_in_files_section() {
+    let file = RunConfig::parse(DEFAULT_CONFIG, "default").unwrap();
+    assert_eq!(yari_selfplay::SelfplayConfig::default(), file.selfplay);
+    assert_eq!(yari_search::SearchConfig::default(), file.selfplay.search);
+    assert_eq!(yari_train::TrainConfig::default(), file.train);
+    assert_eq!(yari_train::LrConfig::default(), file.train.lr);
+    assert_eq!(yari_train::WindowConfig::default(), file.train.window);
+    assert_eq!(yari_model::NetConfig::default(), file.train.net);
+    assert_eq!(RunConfig::default(), file);
 }

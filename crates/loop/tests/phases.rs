@@ -54,6 +54,103 @@ fn each_phase_moves_the_state_on_and_a_generation_closes() {
     assert_eq!(summaries[0].ratings[0].player, state.best_key());
     let report = check_run(tmp.path());
     assert!(!report.is_damaged(), "{:?}", report.findings);
+
+    // The plot's rating panel: the rating list of `yari ratings` split into the run's networks
+    // and the outside players, the gate decision as a mark, each rung's score with its interval.
+    let ratings = yari_loop::plot::run_ratings(&dir).unwrap();
+    assert_eq!(ratings.anchor, "random");
+    let best_generation = state.best_key().generation_of().unwrap();
+    assert!(
+        ratings
+            .networks
+            .iter()
+            .any(|n| n.generation == best_generation && n.error > 0.0),
+        "{ratings:?}"
+    );
+    let random = ratings.references.iter().find(|r| r.name == "random");
+    assert_eq!(random.map(|r| (r.elo, r.error)), Some((0.0, 0.0)));
+    assert_eq!(ratings.gates.len(), 1);
+    assert_eq!(ratings.gates[0].generation, 1);
+    assert_eq!(ratings.gates[0].promoted, summaries[0].promoted);
+    assert_eq!(ratings.scores.len(), config.rating.baselines.len());
+    for curve in &ratings.scores {
+        let p = curve.points[0];
+        assert!(
+            p.low <= p.score && p.score <= p.high && p.high > p.low,
+            "{curve:?}"
+        );
+    }
+    assert!(dir.paths().plots_dir().join("elo.png").is_file());
+}
+
+/// Issue 38: a generation whose training was killed halfway reported the mean loss of the
+/// resumed steps alone.
+#[test]
+fn a_resumed_generation_reports_the_losses_of_all_its_steps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = smoke();
+    let run = run_until(tmp.path(), &config, Phase::Train);
+    let dir = run.dir().clone();
+    let best = run.state().best.clone();
+    drop(run);
+    let target = phases::train_target(&dir, &config).unwrap();
+    let half = target / 2;
+    assert!(half > 0);
+    // The killed session's steps, then the resumed session's.
+    phases::train(&dir, &config, 1, &best, half, 0.0, quiet).unwrap();
+    let resumed = phases::train(&dir, &config, 1, &best, target, 0.0, quiet).unwrap();
+    let metrics = yari_train::read_metrics(&dir.paths().metrics_file()).unwrap();
+    let steps: Vec<u64> = metrics.iter().map(|m| m.step).collect();
+    assert_eq!(steps, (1..=target).collect::<Vec<_>>());
+    let mean = metrics.iter().map(|m| m.loss).sum::<f64>() / metrics.len() as f64;
+    let reported = resumed.loss.unwrap();
+    assert!((reported - mean).abs() < 1e-9, "{reported} vs {mean}");
+    let second_half =
+        metrics[half as usize..].iter().map(|m| m.loss).sum::<f64>() / (target - half) as f64;
+    assert!(
+        (reported - second_half).abs() > 1e-12,
+        "not the resumed steps alone"
+    );
+}
+
+/// A `min_positions` more than one generation's games yield made every resume fail on the
+/// same error: the generation plays more games instead, and says why.
+#[test]
+fn a_window_short_of_min_positions_plays_more_games() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = smoke();
+    config.train.window.min_positions = 200_000;
+    let per_generation = config.run.games_per_generation;
+    static LOG: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+    fn record_min(line: &str) {
+        let mut log = LOG.lock().unwrap();
+        log.push_str(line);
+        log.push('\n');
+    }
+    let mut run = Loop::open(RunDir::new(tmp.path()), config.clone(), record_min).unwrap();
+    let dir = run.dir().clone();
+    let games = || phases::count_games(&dir.paths().generation_games_dir(1)).unwrap();
+    assert_eq!(run.step().unwrap(), Phase::Selfplay);
+    assert_eq!(games(), per_generation);
+    assert_eq!(run.step().unwrap(), Phase::Train);
+    let state = dir.require_state().unwrap();
+    assert_eq!((state.generation, state.phase), (1, Phase::Selfplay));
+    assert_eq!(state.games_target, Some(2 * per_generation as u64));
+    let log = LOG.lock().unwrap().clone();
+    assert!(
+        log.contains("training needs 200000 (train.window.min_positions)"),
+        "{log}"
+    );
+    // A resumed run keeps the larger target and plays only the games still missing.
+    drop(run);
+    let mut resumed = Loop::open(RunDir::new(tmp.path()), config, quiet).unwrap();
+    assert_eq!(resumed.step().unwrap(), Phase::Selfplay);
+    assert_eq!(games(), 2 * per_generation);
+    assert_eq!(resumed.step().unwrap(), Phase::Train);
+    assert_eq!(
+        dir.require_state().unwrap().games_target,
+        Some(3 * per_generation as u64)
+    );
 }
 
 /// Issue 23: a kill between appending to ratings.jsonl and saving state.json duplicated the

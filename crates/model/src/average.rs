@@ -22,7 +22,7 @@ pub enum AverageError {
 }
 
 /// A tensor's shape and its values.
-type Flat = (Vec<usize>, Vec<f32>);
+pub(crate) type Flat = (Vec<usize>, Vec<f32>);
 
 /// Every float tensor of a net (weights, biases, batch-norm statistics) in visit order.
 struct Collect {
@@ -41,7 +41,7 @@ impl ModuleVisitor for Collect {
     }
 }
 
-fn collect(net: &Net) -> Result<Vec<Flat>, String> {
+pub(crate) fn collect(net: &Net) -> Result<Vec<Flat>, String> {
     let mut visitor = Collect {
         tensors: Vec::new(),
         error: None,

@@ -133,6 +133,16 @@ pub enum CheckpointError {
         /// CRC-32 of the content.
         computed: u32,
     },
+    /// The weights hold a NaN or an infinity (a diverged training step, or a file edited by
+    /// hand under a recomputed checksum): the network would play nonsense, so it is refused
+    /// before it can be gated, published or played.
+    #[error("checkpoint weights are not finite: tensor {tensor} (shape {shape:?}) holds a NaN or an infinity")]
+    NonFinite {
+        /// Index of the tensor in visit order.
+        tensor: usize,
+        /// Its shape.
+        shape: Vec<usize>,
+    },
     /// The metadata block is not the JSON this build expects.
     #[error("checkpoint metadata unreadable: {0}")]
     Metadata(#[from] serde_json::Error),
@@ -263,6 +273,14 @@ impl Checkpoint {
         let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(self.weights)));
         net.load_from(&mut store)
             .map_err(|e| CheckpointError::Weights(e.to_string()))?;
+        let tensors = crate::average::collect(&net).map_err(CheckpointError::Weights)?;
+        if let Some((tensor, (shape, _))) = tensors
+            .into_iter()
+            .enumerate()
+            .find(|(_, (_, values))| values.iter().any(|v| !v.is_finite()))
+        {
+            return Err(CheckpointError::NonFinite { tensor, shape });
+        }
         Ok(net)
     }
 }

@@ -6,11 +6,8 @@
 //! packing and memset took three times as long as the GEMM kernel itself. Here batch norm is
 //! folded into the convolutions once, at load time, and blocks of `CHUNK` positions go
 //! through the whole net together, every layer one im2col plus one GEMM, with bias, skip
-//! connection and ReLU applied in one pass over the output. Measured on the 2-core machine
-//! with the default 4x32 net: self-play 161 -> 293-311 positions/s (`yari bench selfplay`),
-//! a single position (what the engine's search asks for) 1,728 -> 4,845 per second on one
-//! thread (`yari bench nn --config configs/default.toml`); the GEMM kernel is now about half
-//! of the profile.
+//! connection and ReLU applied in one pass over the output. What it gained over flex:
+//! `docs/experiments.md`, "Speed history".
 //!
 //! Two arithmetic paths compute the same function, chosen at run time ([`CpuPath`]): f32
 //! (im2col + the `gemm` crate, any CPU) and, where the CPU has AVX-512 BF16, bf16 weights and
@@ -133,9 +130,7 @@ impl Bf16Layers {
 
 /// Positions that go through the whole net together: 8 x 63 = 504 GEMM rows, and an im2col
 /// block of a trunk layer (504 x 288 floats for 32 channels) and activations that stay in a
-/// core's L2 cache. Measured with `yari bench selfplay` (default config, 2 threads): 4 and 8
-/// positions 283-311 positions/s, 16 266-304, 32 263, and the whole 64-position batch at once
-/// (layer by layer) 268.
+/// core's L2 cache; the sizes tried: `docs/experiments.md`, "Speed history".
 const CHUNK: usize = 8;
 
 /// A 3x3 same-padded convolution with its batch norm folded in.

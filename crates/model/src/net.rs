@@ -37,14 +37,10 @@ pub struct NetConfig {
 }
 
 impl Default for NetConfig {
-    /// The size used for CPU self-play.
-    ///
-    /// 6 x 64 keeps CPU self-play fast: on the 2-core dev machine (flex) it evaluated about
-    /// 600 positions/s at batch 256, at ~44% of the measured matmul peak. Wider trunks use the
-    /// gemm better (6 x 128 reached ~66% of peak) but cost quadratically per position
-    /// (6 x 128 was ~3x slower), which self-play pays for in games per hour.
+    /// The default run's network, `[train.net]` of `configs/default.toml` (a test in
+    /// yari-loop holds the two equal; why this size: `docs/experiments.md`).
     fn default() -> Self {
-        Self::new(6, 64)
+        Self::new(4, 32)
     }
 }
 

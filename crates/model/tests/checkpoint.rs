@@ -129,6 +129,70 @@ fn architecture_mismatch_is_rejected_with_the_differing_fields() {
     assert_eq!(net.num_params(), tiny().init(&device).num_params());
 }
 
+/// Issue 38: a checkpoint whose weights hold a NaN, under a valid checksum, loaded, played and
+/// was gated and published. Every float tensor (batch-norm statistics included) is checked.
+#[test]
+fn non_finite_weights_are_refused_under_a_valid_checksum() {
+    use burn::module::{ModuleMapper, Param};
+    /// Replaces one float tensor (by visit order) with `value` everywhere.
+    struct Poison {
+        target: usize,
+        seen: usize,
+        value: f32,
+    }
+    impl ModuleMapper for Poison {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+            let hit = self.seen == self.target;
+            self.seen += 1;
+            match hit {
+                true => {
+                    let value = self.value;
+                    param.map(|t| t.zeros_like().add_scalar(value))
+                }
+                false => param,
+            }
+        }
+    }
+    let device = default_device();
+    let net = tiny().init(&device);
+    let mut count = Poison {
+        target: usize::MAX,
+        seen: 0,
+        value: 0.0,
+    };
+    let tensors = {
+        let _ = net.clone().map(&mut count);
+        count.seen
+    };
+    assert!(tensors > 4, "{tensors} float tensors");
+    for (target, value) in [(0, f32::NAN), (tensors - 1, f32::INFINITY), (2, f32::NAN)] {
+        let mut poison = Poison {
+            target,
+            seen: 0,
+            value,
+        };
+        let bad = net.clone().map(&mut poison);
+        let bytes = to_bytes(&bad, &CheckpointMeta::new(tiny())).unwrap();
+        let ckpt = Checkpoint::from_bytes(&bytes).expect("the checksum is valid");
+        match ckpt.into_net_any(&device) {
+            Err(CheckpointError::NonFinite { tensor, shape }) => {
+                assert_eq!(tensor, target);
+                assert!(!shape.is_empty());
+            }
+            other => panic!(
+                "tensor {target}: expected NonFinite, got {:?}",
+                other.map(|_| ())
+            ),
+        }
+    }
+    // The same network unpoisoned loads.
+    let bytes = to_bytes(&net, &CheckpointMeta::new(tiny())).unwrap();
+    assert!(Checkpoint::from_bytes(&bytes)
+        .unwrap()
+        .into_net_any(&device)
+        .is_ok());
+}
+
 #[test]
 fn encoding_version_mismatch_is_rejected() {
     let net = tiny().init(&default_device());

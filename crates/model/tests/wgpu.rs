@@ -4,7 +4,7 @@
 //!
 //! Tolerance: every logit within `TOL * max(1, largest |CPU logit| of that output)`, TOL = 1e-3.
 //! Both sides are f32; the GPU's convolutions sum in another order (and may use fused
-//! multiply-adds), which on the shipped 6x64 net moves logits by about 1e-5 of their scale;
+//! multiply-adds), which on the shipped net moves logits by about 1e-5 of their scale;
 //! a real fault (a wrong kernel, a lost batch-norm statistic, a perturbed weight) moves them
 //! by far more.
 #![cfg(feature = "wgpu")]

@@ -86,7 +86,7 @@ pub struct GumbelConfig {
 impl Default for GumbelConfig {
     fn default() -> Self {
         Self {
-            considered: 16,
+            considered: 8,
             scale: 1.0,
             c_visit: 50.0,
             c_scale: 0.1,

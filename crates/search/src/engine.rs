@@ -340,9 +340,33 @@ impl Engine {
         started: Instant,
         stop: &AtomicBool,
         report_every: Duration,
+        report: impl FnMut(&Thought),
+    ) -> Result<Thought, SearchError> {
+        self.think_among(pos, &[], budget, started, stop, report_every, report)
+    }
+
+    /// [`Engine::think`] over only `root_moves` at the root (UCI's `go searchmoves`; empty:
+    /// every move). A restricted search starts a new tree and keeps none: the kept tree
+    /// would lack the other moves at the root for the next search.
+    #[allow(clippy::too_many_arguments)]
+    pub fn think_among(
+        &self,
+        pos: &Position,
+        root_moves: &[Move],
+        budget: Budget,
+        started: Instant,
+        stop: &AtomicBool,
+        report_every: Duration,
         mut report: impl FnMut(&Thought),
     ) -> Result<Thought, SearchError> {
-        let mut search = self.tree_for(pos)?;
+        let mut search = if root_moves.is_empty() {
+            self.tree_for(pos)?
+        } else {
+            self.clear_tree();
+            let mut search = Search::new(pos.clone(), self.config.clone())?;
+            search.restrict_root(root_moves)?;
+            search
+        };
         let overhead = self.options.move_overhead;
         let time = match (budget.movetime, budget.clock) {
             _ if budget.infinite => None,
@@ -438,7 +462,9 @@ impl Engine {
             },
         );
         let thought = result.map(|_| thought(&search, batches, leaves));
-        *self.tree.lock().unwrap_or_else(|e| e.into_inner()) = Some(search);
+        if root_moves.is_empty() {
+            *self.tree.lock().unwrap_or_else(|e| e.into_inner()) = Some(search);
+        }
         thought
     }
 }

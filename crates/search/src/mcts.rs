@@ -42,6 +42,8 @@ pub enum SearchError {
     TooManySimulations(u32),
     #[error("the evaluator panicked on a search thread")]
     EvaluatorPanicked,
+    #[error("the root moves can be chosen only before the root is expanded (in a new search)")]
+    RootExpanded,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,6 +264,8 @@ pub struct Search {
     evaluations: u32,
     /// The evaluator's win/draw/loss at the root, once evaluated.
     root_wdl: Option<[f32; 3]>,
+    /// The only moves searched at the root ([`Search::restrict_root`]); `None`: all.
+    root_moves: Option<Vec<Move>>,
 }
 
 /// Names a batch of leaves handed out by [`Search::gather`].
@@ -360,7 +364,48 @@ impl Search {
             last_batch: 0,
             evaluations: 0,
             root_wdl: None,
+            root_moves: None,
         })
+    }
+
+    /// Searches only `moves` at the root (UCI's `go searchmoves`); the others never enter
+    /// the tree. It must come before the root is expanded, since a kept tree already holds
+    /// every move. An empty list searches every move.
+    pub fn restrict_root(&mut self, moves: &[Move]) -> Result<(), SearchError> {
+        if let Some(&mv) = moves.iter().find(|&&mv| !self.root_pos.is_legal(mv)) {
+            return Err(SearchError::IllegalMove {
+                mv: mv.to_string(),
+                fen: self.root_pos.fen(),
+            });
+        }
+        if self.nodes[ROOT].kind != Kind::Leaf {
+            return Err(SearchError::RootExpanded);
+        }
+        let mut unique = moves.to_vec();
+        unique.sort_by_key(|m| m.to_u16());
+        unique.dedup();
+        self.root_moves = (!unique.is_empty()).then_some(unique);
+        Ok(())
+    }
+
+    /// [`Search::classify_leaf`] at the root, where a forced mate counts only if its first
+    /// move is one the search may play.
+    fn classify_root(&self) -> Option<Verdict> {
+        let verdict = self.classify_leaf(&self.root_pos)?;
+        if verdict.kind == Kind::Won && !self.mate_allowed_at_root() {
+            return None;
+        }
+        Some(verdict)
+    }
+
+    /// Whether the root's forced mate (if any) starts with a move the search may play.
+    fn mate_allowed_at_root(&self) -> bool {
+        match &self.root_moves {
+            None => true,
+            Some(moves) => self
+                .mate(&self.root_pos)
+                .is_some_and(|mv| moves.contains(&mv)),
+        }
     }
 
     /// The position searched.
@@ -580,7 +625,7 @@ impl Search {
         match self.nodes[ROOT].kind {
             Kind::Terminal | Kind::Won | Kind::InFlight => return None,
             Kind::Leaf => {
-                if let Some(known) = self.classify_leaf(&self.root_pos) {
+                if let Some(known) = self.classify_root() {
                     self.settle(ROOT, (known.kind, known.value));
                     return None;
                 }
@@ -690,6 +735,14 @@ impl Search {
         for pending in std::mem::take(&mut batch.leaves) {
             let leaf = *pending.path.last().expect("paths start at the root") as usize;
             let value = match results.next() {
+                // The workers' classifier does not know the root's move list: a mate that
+                // starts outside it is searched like any position (uniform priors, the
+                // network was not asked).
+                Some(LeafResult::Known(v))
+                    if leaf == ROOT && v.kind == Kind::Won && !self.mate_allowed_at_root() =>
+                {
+                    self.expand(leaf, &uniform_evaluation(&pending.pos), &pending.pos)
+                }
                 Some(LeafResult::Known(v)) => self.settle(leaf, (v.kind, v.value)),
                 Some(LeafResult::Evaluated(eval)) => {
                     self.evaluations += 1;
@@ -761,7 +814,7 @@ impl Search {
             match self.nodes[ROOT].kind {
                 Kind::Terminal | Kind::Won | Kind::InFlight => return Step::Done,
                 Kind::Leaf => {
-                    if let Some(known) = self.classify_leaf(&self.root_pos) {
+                    if let Some(known) = self.classify_root() {
                         self.settle(ROOT, (known.kind, known.value));
                         return Step::Done;
                     }
@@ -859,6 +912,7 @@ impl Search {
         self.abandon_batches();
         self.root_pos.play(mv);
         self.root_wdl = None;
+        self.root_moves = None;
         self.nodes = match child {
             Some(c) if self.config.reuse_tree => self.subtree(c),
             _ => vec![Node::leaf(placeholder_move(), 1.0)],
@@ -991,8 +1045,22 @@ impl Search {
         };
         let inverse_t = 1.0 / self.config.policy_temperature;
         let first = self.nodes.len();
+        // At a restricted root, exactly the moves given, with the network's priors for them.
+        let restricted: Option<Vec<(Move, f32)>> = match &self.root_moves {
+            Some(moves) if leaf == ROOT => Some(
+                moves
+                    .iter()
+                    .map(|&mv| {
+                        let p = eval.priors.iter().find(|e| e.0 == mv).map_or(0.0, |e| e.1);
+                        (mv, p)
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let priors = restricted.as_deref().unwrap_or(&eval.priors);
         // Tempered weights first, normalised in place: one power per prior.
-        self.nodes.extend(eval.priors.iter().map(|&(mv, p)| {
+        self.nodes.extend(priors.iter().map(|&(mv, p)| {
             let weight = match p.is_finite() && p > 0.0 {
                 false => 0.0,
                 true if inverse_t == 1.0 => p,
@@ -1011,7 +1079,7 @@ impl Search {
         }
         let node = &mut self.nodes[leaf];
         node.first_child = first as u32;
-        node.num_children = eval.priors.len() as u32;
+        node.num_children = priors.len() as u32;
         node.kind = Kind::Expanded;
         node.raw_value = value;
         value

@@ -130,3 +130,33 @@ fn movetime_counts_from_the_request() {
     assert!(pos.is_legal(t.result.best_move.unwrap()));
     assert!(t.result.simulations < 200, "{}", t.result.simulations);
 }
+
+/// `go searchmoves` leaves a forced mate alone when its first move is not in the list, with
+/// one thread and with batches on several (whose workers classify the root themselves).
+#[test]
+fn searchmoves_are_kept_even_when_another_move_mates() {
+    let pos = Position::from_fen("k6/7/1+N5/7/7/7/7/7/6K[R] w - - 0 1").unwrap();
+    let quiet = pos.parse_move("g1g2").unwrap();
+    for (threads, batch) in [(1, 1), (2, 8)] {
+        let engine = engine(threads, batch);
+        let never = AtomicBool::new(false);
+        let thought = engine
+            .think_among(
+                &pos,
+                &[quiet],
+                Budget::simulations(100),
+                Instant::now(),
+                &never,
+                Duration::MAX,
+                |_| {},
+            )
+            .unwrap();
+        assert_eq!(thought.result.best_move, Some(quiet), "{threads} threads");
+        assert!(thought.result.moves.iter().all(|m| m.mv == quiet));
+        // The next search, unrestricted, finds the mate: no restricted tree was kept.
+        let free = think(&engine, &pos, Budget::simulations(100));
+        let mut after = pos.clone();
+        after.play(free.result.best_move.unwrap());
+        assert!(after.legal_moves().is_empty(), "{threads} threads");
+    }
+}

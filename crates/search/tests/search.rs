@@ -615,3 +615,42 @@ fn policy_temperature_flattens_the_priors() {
     let err = Search::new(pos, bad).err().unwrap();
     assert!(err.to_string().contains("policy_temperature"), "{err}");
 }
+
+/// `go searchmoves`: a restricted root holds exactly the moves given, in either variant; the
+/// list is checked, and it must come before the root is expanded.
+#[test]
+fn a_restricted_root_searches_only_the_moves_given() {
+    let pos = Position::startpos();
+    let allowed: Vec<Move> = ["a3a4", "g3g4", "a3a4"]
+        .iter()
+        .map(|m| pos.parse_move(m).unwrap())
+        .collect();
+    for config in [SearchConfig::puct(), gumbel_considering(8)] {
+        let mut search = Search::new(pos.clone(), config).unwrap();
+        search.restrict_root(&allowed).unwrap();
+        let r = search
+            .run(
+                &UniformEvaluator,
+                &Limits::simulations(64),
+                false,
+                &mut rng(),
+            )
+            .unwrap();
+        assert_eq!(r.moves.len(), 2, "{:?}", r.moves);
+        assert!(r.moves.iter().all(|m| allowed.contains(&m.mv)));
+        assert!(allowed.contains(&r.best_move.unwrap()));
+        assert_eq!(r.moves.iter().map(|m| m.visits).sum::<u32>(), 64);
+        assert!(matches!(
+            search.restrict_root(&allowed),
+            Err(SearchError::RootExpanded)
+        ));
+    }
+    let mut search = Search::new(pos.clone(), SearchConfig::puct()).unwrap();
+    let mut black = pos.clone();
+    black.play(allowed[0]);
+    let not_here = black.parse_move("a7a6").unwrap();
+    assert!(matches!(
+        search.restrict_root(&[not_here]),
+        Err(SearchError::IllegalMove { .. })
+    ));
+}

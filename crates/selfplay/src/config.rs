@@ -73,9 +73,9 @@ pub struct SelfplayConfig {
 }
 
 impl Default for SelfplayConfig {
-    /// The settings of a 2-core CPU run: Gumbel search with 64 simulations on a quarter of
-    /// the moves and 16 on the rest, 28 evaluations a move on average. Runs take their
-    /// values from configs/default.toml, which this does not yet follow everywhere (issue 32).
+    /// The default run's self-play, `[selfplay]` of `configs/default.toml` (a test in
+    /// yari-loop holds the two equal): Gumbel search with 64 simulations on a quarter of the
+    /// moves and 16 on the rest.
     fn default() -> Self {
         Self {
             search: SearchConfig::default(),
@@ -86,7 +86,7 @@ impl Default for SelfplayConfig {
             temperature_start: 1.0,
             temperature_end: 0.1,
             temperature_plies: 30,
-            resign_threshold: -0.95,
+            resign_threshold: -1.0,
             resign_consecutive: 3,
             resign_disabled_fraction: 0.1,
             ply_cap: DEFAULT_PLY_CAP as u32,
@@ -95,7 +95,7 @@ impl Default for SelfplayConfig {
             concurrent_games: 128,
             eval_chunk: 64,
             pipeline_groups: 1,
-            games_per_shard: 100,
+            games_per_shard: 40,
             seed: 0,
         }
     }

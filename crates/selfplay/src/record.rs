@@ -651,58 +651,21 @@ pub fn list_shards(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, RecordError> {
     Ok(out)
 }
 
-/// The process id in the name of a temporary shard file, if it is one: `.NAME.PID-N.tmp` as
-/// [`yari_io::write_atomic`] names them, or `.NAME.PID.tmp` as older versions did.
-fn temp_file_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
-    let (shard, tag) = rest.rsplit_once('.')?;
-    if !shard.ends_with(SHARD_EXTENSION) {
-        return None;
-    }
-    let pid = tag.split_once('-').map_or(tag, |(pid, _)| pid);
-    pid.parse().ok()
-}
-
-/// Whether the temporary file of process `pid` may still be written to. Our own process id
-/// counts as dead: a file of ours found when a directory is opened was left by an earlier
-/// process that had the same id (containers reuse small ids), since a writer only creates
-/// temporary files after it opened its directory. Without `/proc`, every other process is
-/// assumed alive, so nothing a live writer needs is ever removed.
-fn writer_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return false;
-    }
-    let proc = Path::new("/proc");
-    !proc.is_dir() || proc.join(pid.to_string()).exists()
-}
-
 /// Removes the temporary shard files in `dir` left by processes that are gone (a kill
 /// between writing a shard and renaming it leaves one), and returns them. Their games are
 /// not lost twice: every game in such a file is either in the shard it was to replace or
 /// was in flight. [`ShardWriter::new`] calls it, so opening a games directory cleans it.
 pub fn remove_stale_temp_files(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, RecordError> {
     let dir = dir.as_ref();
-    let mut removed = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-        let path = entry.map_err(io_err(dir))?.path();
-        let Some(pid) = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(temp_file_pid)
-        else {
-            continue;
-        };
-        if !writer_alive(pid) && path.is_file() {
-            match fs::remove_file(&path) {
-                Ok(()) => removed.push(path),
-                // Another process cleaning the same directory got there first.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(RecordError::Io { path, source }),
-            }
-        }
-    }
-    removed.sort();
-    Ok(removed)
+    yari_io::remove_stale_temp_files(dir, |target| {
+        Path::new(target)
+            .extension()
+            .is_some_and(|e| e == SHARD_EXTENSION)
+    })
+    .map_err(|e| RecordError::Io {
+        path: e.path().to_path_buf(),
+        source: e.into_io(),
+    })
 }
 
 /// Collects finished games into numbered shards `{prefix}-{n:05}.yshard`.

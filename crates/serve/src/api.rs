@@ -22,6 +22,18 @@ use crate::{assets, run, Limits, ServeOptions};
 /// Most games `/api/games` lists unless asked (the newest).
 const DEFAULT_GAME_LIST: usize = 500;
 
+/// One of the embedded pages as an answer.
+fn page(name: &str) -> Result<Reply, Reply> {
+    match assets::page(name) {
+        Some(html) => Ok(Reply::new(
+            200,
+            "text/html; charset=utf-8",
+            html.as_bytes().to_vec(),
+        )),
+        None => Err(Reply::error(404, format!("no page {name}"))),
+    }
+}
+
 /// An HTTP answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
@@ -169,10 +181,18 @@ impl App {
         let get = method == "GET" || method == "HEAD";
         let post = method == "POST";
         let answer = match path {
-            "/" | "/index.html" if get => Ok(assets::page("play.html")),
-            "/run" if get => Ok(assets::page("run.html")),
-            "/game" if get => Ok(assets::page("game.html")),
-            p if get && p.starts_with("/assets/") => Ok(assets::asset(&p["/assets/".len()..])),
+            "/" | "/index.html" if get => page("play.html"),
+            "/run" if get => page("run.html"),
+            "/game" if get => page("game.html"),
+            p if get && p.starts_with("/assets/") => {
+                let name = &p["/assets/".len()..];
+                match assets::asset(name) {
+                    Some((content_type, text)) => {
+                        Ok(Reply::new(200, content_type, text.as_bytes().to_vec()))
+                    }
+                    None => Err(Reply::error(404, format!("no asset {name:?}"))),
+                }
+            }
             "/api/info" if get => Ok(self.info()),
             "/api/position" if post => self.position(body),
             "/api/think" if post => self.think(body),

@@ -1,7 +1,5 @@
 //! The pages and their scripts and styles, embedded in the binary: the server needs no file
-//! beside it and no network.
-
-use crate::api::Reply;
+//! beside it and no network. What to answer with them is the API's business.
 
 const PAGES: [(&str, &str); 3] = [
     ("play.html", include_str!("../assets/play.html")),
@@ -37,18 +35,19 @@ const ASSETS: [(&str, &str, &str); 5] = [
     ),
 ];
 
-/// One of the three pages.
-pub fn page(name: &str) -> Reply {
-    match PAGES.iter().find(|(n, _)| *n == name) {
-        Some((_, html)) => Reply::new(200, "text/html; charset=utf-8", html.as_bytes().to_vec()),
-        None => Reply::error(404, format!("no page {name}")),
-    }
+/// One of the three pages' HTML.
+pub fn page(name: &str) -> Option<&'static str> {
+    PAGES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, html)| *html)
 }
 
-/// A script or style sheet, by its exact name (nothing else is served from `/assets/`).
-pub fn asset(name: &str) -> Reply {
-    match ASSETS.iter().find(|(n, _, _)| *n == name) {
-        Some((_, content_type, text)) => Reply::new(200, content_type, text.as_bytes().to_vec()),
-        None => Reply::error(404, format!("no asset {name:?}")),
-    }
+/// A script or style sheet by its exact name (nothing else is served from `/assets/`): its
+/// content type and text.
+pub fn asset(name: &str) -> Option<(&'static str, &'static str)> {
+    ASSETS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, content_type, text)| (*content_type, *text))
 }

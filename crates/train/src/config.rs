@@ -74,16 +74,17 @@ pub struct LrConfig {
     pub min_lr: f64,
 }
 
+/// `[train.lr]` of `configs/default.toml` (a test in yari-loop holds the two equal).
 impl Default for LrConfig {
     fn default() -> Self {
         Self {
-            schedule: LrScheduleKind::Constant,
+            schedule: LrScheduleKind::RunCosine,
             lr: 0.02,
             warmup_steps: 100,
             step_every: 100_000,
             step_factor: 0.1,
-            cosine_steps: 100_000,
-            min_lr: 0.0002,
+            cosine_steps: 8_000,
+            min_lr: 0.002,
         }
     }
 }
@@ -171,17 +172,18 @@ pub struct WindowConfig {
     pub surprise_weight: f32,
 }
 
+/// `[train.window]` of `configs/default.toml` (a test in yari-loop holds the two equal).
 impl Default for WindowConfig {
     fn default() -> Self {
         Self {
-            max_positions: 500_000,
-            taper_base: 50_000,
+            max_positions: 250_000,
+            taper_base: 20_000,
             taper_alpha: 0.75,
             taper_beta: 0.4,
             min_positions: 1_000,
-            search_value_weight: 0.0,
+            search_value_weight: 0.5,
             search_value_horizon: 0.0,
-            surprise_weight: 0.0,
+            surprise_weight: 0.5,
         }
     }
 }
@@ -272,12 +274,13 @@ pub struct TrainConfig {
     pub prefetch_batches: usize,
 }
 
+/// `[train]` of `configs/default.toml` (a test in yari-loop holds the two equal).
 impl Default for TrainConfig {
     fn default() -> Self {
         Self {
             net: NetConfig::default(),
             batch_size: 256,
-            steps_per_generation: 500,
+            steps_per_generation: 80,
             optimizer: OptimizerKind::Sgd,
             lr: LrConfig::default(),
             momentum: 0.9,
@@ -289,7 +292,7 @@ impl Default for TrainConfig {
             grad_clip_norm: Some(5.0),
             value_loss_weight: 1.0,
             window: WindowConfig::default(),
-            checkpoint_interval: 200,
+            checkpoint_interval: 50,
             seed: 0,
             games_dir: PathBuf::from("games"),
             prefetch_batches: 4,
@@ -430,6 +433,16 @@ impl TrainConfig {
         let w = &self.window;
         if w.max_positions == 0 {
             return bad("window.max_positions", "must be at least 1".into());
+        }
+        if w.min_positions > w.max_positions {
+            return bad(
+                "window.min_positions",
+                format!(
+                    "{} is more than window.max_positions ({}): the window could never hold \
+                     enough positions to train on",
+                    w.min_positions, w.max_positions
+                ),
+            );
         }
         if w.taper_base > 0 {
             if !(w.taper_alpha > 0.0 && w.taper_alpha <= 1.0) {
@@ -609,7 +622,9 @@ mod tests {
     #[test]
     fn schedules() {
         let mut lr = LrConfig {
+            schedule: LrScheduleKind::Constant,
             warmup_steps: 10,
+            min_lr: 0.0002,
             ..LrConfig::default()
         };
         assert!((lr.lr_at(0, 0.0) - 0.002).abs() < 1e-12);

@@ -6,7 +6,7 @@
 //! - [`TrainConfig`]: every knob, serde (TOML/JSON) with defaults and [`TrainConfig::validate`].
 //! - [`window`]: the replay window over the shards in `RUN_DIR/games`, sampled uniformly and
 //!   rebuilt position by position from the game records on rayon threads.
-//! - [`plot::plot_run`]: PNG plots of the metrics and of the Elo ledger.
+//! - [`plot::plot_run`]: PNG plots of the metrics and of the ratings the caller fitted.
 //! - [`bench_train`]: training throughput.
 //!
 //! Training runs on `yari_model::default_device()` with autodiff: the CPU backend by default,

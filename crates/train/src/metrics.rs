@@ -16,7 +16,7 @@ use crate::error::TrainError;
 pub const METRICS_FILE: &str = yari_io::layout::METRICS_FILE;
 
 /// What one optimizer step measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepMetrics {
     /// Optimizer steps completed, this one included (1 for the first step).
     pub step: u64,

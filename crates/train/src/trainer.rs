@@ -39,9 +39,9 @@ use crate::window::{Batch, Prefetcher, ReplayWindow, WindowSnapshot};
 /// Subdirectory of the run directory holding the trainer's resumable state.
 pub const TRAIN_DIR: &str = yari_io::layout::TRAIN_DIR;
 /// The state pointer file inside [`TRAIN_DIR`].
-pub const STATE_FILE: &str = "state.json";
+pub const STATE_FILE: &str = yari_io::layout::TRAIN_STATE_FILE;
 /// Position counts of the shards seen, inside [`TRAIN_DIR`] (see [`ReplayWindow::with_index`]).
-pub const SHARD_INDEX_FILE: &str = "shard-index.json";
+pub const SHARD_INDEX_FILE: &str = yari_io::layout::SHARD_INDEX_FILE;
 const STATE_FORMAT: u32 = 1;
 
 /// The environment variable that chooses how a training step computes its gradients:
@@ -56,8 +56,7 @@ pub enum TrainPath {
     /// burn's autodiff on the training device (any backend, GPUs included).
     Burn,
     /// The hand-written forward and backward pass of `yari_model::cpu::train`: CPU devices
-    /// only. Measured with `yari bench train` on the 2-core machine, default 4x32 net, batch
-    /// 256: see `docs/experiments.md`.
+    /// only (its speed against burn's: `docs/experiments.md`).
     Cpu,
 }
 
@@ -505,7 +504,7 @@ impl Trainer {
             .with_index(train_dir.join(SHARD_INDEX_FILE));
         let metrics = MetricsWriter::open(&run_dir.join(METRICS_FILE))?;
         yari_io::write_atomic(
-            &train_dir.join("config.json"),
+            &train_dir.join(yari_io::layout::TRAIN_CONFIG_FILE),
             &serde_json::to_vec_pretty(&config).expect("config serialises"),
         )?;
 

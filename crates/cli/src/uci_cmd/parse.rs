@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use yari_rules::{Color, Position};
+use yari_rules::{Color, Move, Position};
 
 use crate::engine::{Budget, DEFAULT_SIMULATIONS};
 use yari_search::engine::Clock;
@@ -33,7 +33,38 @@ pub(super) fn parse_position(args: &[&str]) -> Result<(Position, Option<String>)
     Ok((pos, None))
 }
 
-pub(super) fn parse_go(args: &[&str], side: Color) -> Result<Budget, String> {
+/// A parsed `go`: the budget, whether it is a ponder search, and the root moves it may play.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Go {
+    pub budget: Budget,
+    /// `go ponder`: search until `ponderhit` (then `budget` applies from that moment) or
+    /// `stop`.
+    pub ponder: bool,
+    /// `go searchmoves M1 M2 ...`: only these at the root (empty: every move).
+    pub searchmoves: Vec<Move>,
+}
+
+/// The words of `go` that take no value or a list, or name a limit.
+const GO_WORDS: [&str; 12] = [
+    "searchmoves",
+    "ponder",
+    "wtime",
+    "btime",
+    "winc",
+    "binc",
+    "movestogo",
+    "depth",
+    "nodes",
+    "mate",
+    "movetime",
+    "infinite",
+];
+
+/// Parses the arguments of `go` in position `pos` (whose side to move picks the clock and
+/// which checks the `searchmoves`).
+pub(super) fn parse_go(args: &[&str], pos: &Position) -> Result<Go, String> {
+    let side = pos.side_to_move();
+    let mut go = Go::default();
     let mut budget = Budget::default();
     let (mut wtime, mut btime, mut winc, mut binc) = (None, None, 0u64, 0u64);
     let mut moves_to_go = None;
@@ -49,6 +80,25 @@ pub(super) fn parse_go(args: &[&str], side: Color) -> Result<Budget, String> {
             "infinite" => {
                 budget.infinite = true;
                 i += 1;
+                continue;
+            }
+            "ponder" => {
+                go.ponder = true;
+                i += 1;
+                continue;
+            }
+            "searchmoves" => {
+                i += 1;
+                while i < args.len() && !GO_WORDS.contains(&args[i]) {
+                    let mv = pos
+                        .parse_move(args[i])
+                        .map_err(|e| format!("searchmoves: {e}"))?;
+                    go.searchmoves.push(mv);
+                    i += 1;
+                }
+                if go.searchmoves.is_empty() {
+                    return Err("'searchmoves' needs at least one move".into());
+                }
                 continue;
             }
             "nodes" => budget.simulations = Some(value()?.clamp(1, 10_000_000) as u32),
@@ -76,8 +126,9 @@ pub(super) fn parse_go(args: &[&str], side: Color) -> Result<Budget, String> {
             moves_to_go: moves_to_go.filter(|&m| m > 0),
         });
     }
-    if !budget.is_limited() && !budget.infinite {
+    if !budget.is_limited() && !budget.infinite && !go.ponder {
         budget.simulations = Some(DEFAULT_SIMULATIONS);
     }
-    Ok(budget)
+    go.budget = budget;
+    Ok(go)
 }

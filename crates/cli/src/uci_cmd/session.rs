@@ -12,7 +12,7 @@ use yari_rules::Position;
 use yari_search::engine::{centipawns, mate_along, MAX_BATCH, MAX_THREADS};
 use yari_search::Evaluator;
 
-use super::parse::{parse_go, parse_position};
+use super::parse::{parse_go, parse_position, Go};
 use crate::engine::{pv_text, Budget, Engine, EngineOptions, Thought, DEFAULT_SIMULATIONS};
 
 /// How often a search reports (`info` lines).
@@ -35,6 +35,8 @@ pub(super) struct Running {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<()>,
     infinite: bool,
+    /// A `go ponder` search: the budget that applies from `ponderhit` on.
+    ponder: Option<Budget>,
 }
 
 impl Running {
@@ -45,9 +47,9 @@ impl Running {
     }
 
     /// Lets a limited search run to its limit before the next command takes effect, as a
-    /// scripted feed of commands expects; an infinite one is stopped.
+    /// scripted feed of commands expects; an infinite (or pondering) one is stopped.
     fn settle(self) {
-        if self.infinite {
+        if self.infinite || self.ponder.is_some() {
             self.finish();
         } else {
             let _ = self.handle.join();
@@ -152,6 +154,11 @@ impl Session {
                     ))
                 }
             },
+            // The GUI's word that it may send `go ponder`; the engine needs no setting for it.
+            "ponder" => match value.trim() {
+                "true" | "false" => {}
+                _ => return Err(format!("option Ponder takes true or false, not '{value}'")),
+            },
             "weightsfile" => {
                 let path = Path::new(value.trim());
                 let (evaluator, name) = crate::engine::load_evaluator(Some(path))
@@ -219,6 +226,7 @@ impl Session {
                     ),
                     format!("option name MultiPV type spin default {} min 1 max {MAX_MULTIPV}", o.multipv),
                     "option name UCI_ShowWDL type check default false".to_string(),
+                    "option name Ponder type check default false".to_string(),
                     format!("option name WeightsFile type string default {}", self.network),
                 ] {
                     say(out, &line);
@@ -226,9 +234,11 @@ impl Session {
                 say(out, "uciok");
             }
             "isready" => say(out, "readyok"),
+            // Settings change the engine under the search: the search in flight stops first
+            // (with its move), rather than holding every later line until it ends.
             "setoption" => {
                 if let Some(r) = self.running.take() {
-                    r.settle();
+                    r.finish();
                 }
                 let text = words[1..].join(" ");
                 let parsed =
@@ -246,44 +256,55 @@ impl Session {
                     None => say(&self.out, &format!("info string ignoring option: {text}")),
                 }
             }
+            // A new game ends the search of the old one (it still answers with a move).
             "ucinewgame" => {
                 if let Some(r) = self.running.take() {
-                    r.settle();
+                    r.finish();
                 }
                 self.pos = Position::startpos();
                 if let Some(e) = &self.engine {
                     e.clear_tree();
                 }
             }
-            "position" => {
-                if let Some(r) = self.running.take() {
-                    r.settle();
-                }
-                match parse_position(&words[1..]) {
-                    Ok((p, warning)) => {
-                        self.pos = p;
-                        if let Some(w) = warning {
-                            say(out, &format!("info string {w}"));
-                        }
+            // The search in flight has its own copy of its root: a new position waits for the
+            // next `go` and never blocks reading (`stop`, `isready`) meanwhile.
+            "position" => match parse_position(&words[1..]) {
+                Ok((p, warning)) => {
+                    self.pos = p;
+                    if let Some(w) = warning {
+                        say(out, &format!("info string {w}"));
                     }
-                    Err(e) => say(out, &format!("info string {e}; position unchanged")),
                 }
-            }
+                Err(e) => say(out, &format!("info string {e}; position unchanged")),
+            },
             "go" => {
                 let started = Instant::now();
                 if let Some(r) = self.running.take() {
                     r.settle();
                 }
-                let budget = match parse_go(&words[1..], self.pos.side_to_move()) {
-                    Ok(b) => b,
+                let go = match parse_go(&words[1..], &self.pos) {
+                    Ok(go) => go,
                     Err(e) => {
                         say(
                             &self.out,
                             &format!("info string {e}; searching {DEFAULT_SIMULATIONS} nodes"),
                         );
-                        Budget::simulations(DEFAULT_SIMULATIONS)
+                        Go {
+                            budget: Budget::simulations(DEFAULT_SIMULATIONS),
+                            ..Go::default()
+                        }
                     }
                 };
+                // A ponder search runs until `ponderhit` or `stop`; the `go`'s own limits
+                // apply from `ponderhit` on.
+                let budget = match go.ponder {
+                    true => Budget {
+                        infinite: true,
+                        ..Budget::default()
+                    },
+                    false => go.budget,
+                };
+                let searchmoves = go.searchmoves.clone();
                 let engine = match self.engine() {
                     Ok(e) => e,
                     Err(e) => {
@@ -300,7 +321,14 @@ impl Session {
                     // Whatever happens in the search, the GUI gets its `bestmove`: one that
                     // never comes hangs a match runner for good.
                     let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        search_and_answer(&engine, &root, budget, started, show_wdl, &stop2, &out2)
+                        let request = Request {
+                            root: &root,
+                            searchmoves: &searchmoves,
+                            budget,
+                            started,
+                            show_wdl,
+                        };
+                        search_and_answer(&engine, &request, &stop2, &out2)
                     }));
                     if searched.is_err() {
                         say(&out2, "info string internal error: the search panicked");
@@ -310,9 +338,43 @@ impl Session {
                 self.running = Some(Running {
                     stop,
                     handle,
-                    infinite: budget.infinite,
+                    infinite: budget.infinite && !go.ponder,
+                    ponder: go.ponder.then_some(go.budget),
                 });
             }
+            // The move pondered on was played: the search goes on, now under the `go`'s
+            // limits counted from here (a nodes-only or unlimited ponder has searched
+            // enough and answers now).
+            "ponderhit" => match self.running.take() {
+                Some(mut r) if r.ponder.is_some() => {
+                    let budget = r.ponder.take().expect("checked");
+                    let overhead = self.options.move_overhead;
+                    let limit = match (budget.movetime, budget.clock) {
+                        (Some(t), _) => Some(t.saturating_sub(overhead)),
+                        (None, Some(clock)) => Some(clock.limits(overhead).soft),
+                        (None, None) => None,
+                    };
+                    match limit {
+                        Some(limit) => {
+                            let stop = r.stop.clone();
+                            std::thread::spawn(move || {
+                                std::thread::sleep(limit);
+                                stop.store(true, Ordering::Relaxed);
+                            });
+                            r.infinite = false;
+                            self.running = Some(r);
+                        }
+                        None => r.finish(),
+                    }
+                }
+                other => {
+                    self.running = other;
+                    say(
+                        out,
+                        "info string ponderhit without a ponder search; ignored",
+                    );
+                }
+            },
             "stop" => {
                 if let Some(r) = self.running.take() {
                     r.finish();
@@ -402,21 +464,44 @@ fn uci_score(thought: &Thought, root: &Position) -> String {
     }
 }
 
+/// What one `go` asks for.
+pub(super) struct Request<'a> {
+    pub root: &'a Position,
+    /// The moves the search may play at the root (empty: every move).
+    pub searchmoves: &'a [yari_rules::Move],
+    pub budget: Budget,
+    /// When the `go` arrived: time limits count from it.
+    pub started: Instant,
+    pub show_wdl: bool,
+}
+
 pub(super) fn search_and_answer(
     engine: &Engine,
-    root: &Position,
-    budget: Budget,
-    started: Instant,
-    show_wdl: bool,
+    request: &Request<'_>,
     stop: &AtomicBool,
     out: &Out,
 ) {
+    let Request {
+        root,
+        searchmoves,
+        budget,
+        started,
+        show_wdl,
+    } = *request;
     let report = |t: &Thought| {
         for line in info_lines(t, root, show_wdl) {
             say(out, &line);
         }
     };
-    let result = engine.think(root, budget, started, stop, REPORT_EVERY, report);
+    let result = engine.think_among(
+        root,
+        searchmoves,
+        budget,
+        started,
+        stop,
+        REPORT_EVERY,
+        report,
+    );
     match result {
         Ok(thought) => {
             if thought.result.best_move.is_some() {
@@ -436,9 +521,13 @@ pub(super) fn search_and_answer(
             while budget.infinite && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(2));
             }
-            match thought.result.best_move {
-                Some(mv) => say(out, &format!("bestmove {mv}")),
-                None => say(out, "bestmove (none)"),
+            // The expected reply, for a GUI that ponders on it.
+            match (thought.result.best_move, thought.result.pv.get(1)) {
+                (Some(mv), Some(reply)) if thought.result.pv.first() == Some(&mv) => {
+                    say(out, &format!("bestmove {mv} ponder {reply}"))
+                }
+                (Some(mv), _) => say(out, &format!("bestmove {mv}")),
+                (None, _) => say(out, "bestmove (none)"),
             }
         }
         Err(e) => {

@@ -73,10 +73,7 @@ fn stop_ends_an_infinite_search_with_a_move_and_isready_answers_meanwhile() {
     assert!(!text.contains("bestmove"), "{text}");
     s.handle_line("stop");
     let text = wait_for(&out, "bestmove");
-    let mv = text
-        .lines()
-        .find_map(|l| l.strip_prefix("bestmove "))
-        .unwrap();
+    let mv = best_move(&text);
     let mut pos = yari_rules::Position::startpos();
     pos.play_uci("d3d4").unwrap();
     assert!(pos.parse_move(mv).is_ok(), "{mv} is not legal: {text}");
@@ -353,9 +350,117 @@ proptest! {
     }
 }
 
+/// The move of the last `bestmove` line (without its `ponder` move).
+fn best_move(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("bestmove "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no bestmove in {text}"))
+}
+
+/// Issue 38: `position` or `ucinewgame` during a timed search blocked all input until the
+/// search ended (`readyok` after 20 s).
+#[test]
+fn position_and_ucinewgame_during_a_search_do_not_block_input() {
+    let (mut s, out) = session();
+    s.handle_line("position startpos");
+    s.handle_line("go movetime 20000");
+    std::thread::sleep(Duration::from_millis(50));
+    let start = std::time::Instant::now();
+    s.handle_line("position startpos moves d3d4");
+    s.handle_line("isready");
+    wait_for(&out, "readyok");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(!out.text().contains("bestmove"), "the search goes on");
+    // The new position is the next search's; `ucinewgame` ends the old one now.
+    s.handle_line("ucinewgame");
+    let text = wait_for(&out, "bestmove");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    // The first search's move, legal at the start position it searched.
+    let first = best_move(&text).to_string();
+    assert!(
+        yari_rules::Position::startpos().parse_move(&first).is_ok(),
+        "{text}"
+    );
+    s.quit();
+}
+
+/// `go searchmoves` searches only the moves given.
+#[test]
+fn searchmoves_limits_the_root_moves() {
+    for moves in [["a3a4", "g3g4"], ["d1d2", "d1d2"]] {
+        let (mut s, out) = session();
+        s.handle_line("position startpos");
+        s.handle_line(&format!(
+            "go nodes 200 searchmoves {} {}",
+            moves[0], moves[1]
+        ));
+        let text = wait_for(&out, "bestmove");
+        assert!(moves.contains(&best_move(&text)), "{moves:?}: {text}");
+        s.quit();
+    }
+    // An illegal move in the list is named, and the search falls back to its default.
+    let (mut s, out) = session();
+    s.handle_line("go nodes 50 searchmoves d1d5");
+    let text = wait_for(&out, "bestmove");
+    assert!(text.contains("info string searchmoves:"), "{text}");
+    s.quit();
+}
+
+/// `go ponder` searches until `ponderhit`, then for the `go`'s time from that moment.
+#[test]
+fn ponder_searches_until_ponderhit_then_for_its_time() {
+    let (mut s, out) = session();
+    s.handle_line("uci");
+    assert!(
+        out.text().contains("option name Ponder type check"),
+        "{}",
+        out.text()
+    );
+    s.handle_line("setoption name Ponder value true");
+    s.handle_line("position startpos moves d3d4");
+    s.handle_line("go ponder movetime 300");
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        !out.text().contains("bestmove"),
+        "no answer while pondering"
+    );
+    let hit = std::time::Instant::now();
+    s.handle_line("ponderhit");
+    let text = wait_for(&out, "bestmove");
+    let took = hit.elapsed();
+    assert!(took >= Duration::from_millis(200), "{took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let mut pos = yari_rules::Position::startpos();
+    pos.play_uci("d3d4").unwrap();
+    assert!(pos.parse_move(best_move(&text)).is_ok(), "{text}");
+    // `stop` ends a ponder search as well, with a move.
+    s.handle_line("go ponder wtime 1000 btime 1000");
+    std::thread::sleep(Duration::from_millis(100));
+    s.handle_line("stop");
+    let text = out.text();
+    assert_eq!(text.matches("bestmove").count(), 2, "{text}");
+    s.handle_line("ponderhit");
+    assert!(out.text().contains("ponderhit without a ponder search"));
+    s.quit();
+}
+
 #[test]
 fn go_parameters() {
-    let b = parse_go(&["nodes", "50"], Color::White).unwrap();
+    let start = yari_rules::Position::startpos();
+    let mut black = yari_rules::Position::startpos();
+    black.play_uci("d3d4").unwrap();
+    assert_eq!(black.side_to_move(), Color::Black);
+    let b = parse_go(&["nodes", "50"], &start).unwrap().budget;
     assert_eq!(b.simulations, Some(50));
     assert!(!b.infinite);
     let b = parse_go(
@@ -369,17 +474,37 @@ fn go_parameters() {
             "movestogo",
             "5",
         ],
-        Color::Black,
+        &black,
     )
-    .unwrap();
+    .unwrap()
+    .budget;
     let clock = b.clock.unwrap();
     assert_eq!(clock.remaining, Duration::from_millis(3000));
     assert_eq!(clock.moves_to_go, Some(5));
     assert!(b.movetime.is_none() && b.simulations.is_none());
-    assert!(parse_go(&["nodes"], Color::White).is_err());
-    assert!(parse_go(&["sideways", "3"], Color::White).is_err());
-    assert!(parse_go(&["infinite"], Color::White).unwrap().infinite);
-    assert_eq!(parse_go(&[], Color::White).unwrap().simulations, Some(1600));
+    assert!(parse_go(&["nodes"], &start).is_err());
+    assert!(parse_go(&["sideways", "3"], &start).is_err());
+    assert!(parse_go(&["infinite"], &start).unwrap().budget.infinite);
+    assert_eq!(
+        parse_go(&[], &start).unwrap().budget.simulations,
+        Some(1600)
+    );
+    let go = parse_go(&["searchmoves", "a3a4", "P@d5", "nodes", "9"], &black);
+    assert!(go.is_err(), "P@d5: Black has no pawn in hand");
+    let go = parse_go(
+        &["searchmoves", "a7a6", "d7d6", "nodes", "9", "ponder"],
+        &black,
+    )
+    .unwrap();
+    assert_eq!(go.searchmoves.len(), 2);
+    assert_eq!(go.budget.simulations, Some(9));
+    assert!(go.ponder);
+    assert!(parse_go(&["searchmoves", "nodes", "9"], &black).is_err());
+    // A ponder search without limits stays unlimited until `ponderhit`.
+    assert_eq!(
+        parse_go(&["ponder"], &start).unwrap().budget.simulations,
+        None
+    );
 }
 
 #[test]

@@ -8,11 +8,8 @@
 //! 32 output channels (14 accumulators) over all taps and input channel pairs, then applies
 //! bias, skip connection and ReLU and writes f32 and/or bf16 outputs in the same pass.
 //!
-//! Measured on the 2-core AMD EPYC (Zen 5, AVX-512 BF16) with the default 4x32 net, before and
-//! after in the same command run, interleaved, on a machine loaded about 7x over its cores:
-//! `yari bench nn --batch 64`, one thread, 788-880 (f32) against 2,683-2,830 (bf16)
-//! positions/s; `yari bench selfplay`, 2 threads, 1,169-1,370 against 3,224-4,003
-//! evaluations/s. Agreement with the f32 path: see `tests/cpu_paths.rs`.
+//! What it gained over the f32 path: `docs/experiments.md`, "Inference arithmetic". Agreement
+//! with the f32 path: `tests/cpu_paths.rs`.
 //!
 //! Everything in this module that touches `core::arch` is only reached after
 //! [`super::CpuPath::detect`] found `avx512f` and `avx512bf16` at run time.
