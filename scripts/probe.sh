@@ -40,24 +40,35 @@ run() {
   printf '%-8s rc=%-3s %s: %s\n' "$verdict" "$rc" "$name" "$(grep -v '^\s*$' "$out" | tail -1 | cut -c1-110)"
 }
 
-echo "== kills: SIGKILL at random moments of a smoke run, yari check after each"
-R=$WORK/killed
-for i in $(seq 1 12); do
-  timeout 120 "$YARI" run --config "$SMOKE" --run-dir "$R" >/dev/null 2>&1 &
+echo "== kills: SIGKILL at a random moment of each of 16 smoke runs, yari check after each kill"
+# The smoke run takes about a second: each kill lands somewhere in its first 0.9 s, in its own
+# run directory, which is then checked, resumed to its end and checked again.
+for i in $(seq 1 16); do
+  K=$WORK/killed$i
+  "$YARI" run --config "$SMOKE" --run-dir "$K" >/dev/null 2>&1 &
   pid=$!
-  sleep "$(awk -v s=$i 'BEGIN { srand(s); printf "%.2f", 0.05 + rand() * 1.5 }')"
+  t=$(awk -v s=$i 'BEGIN { srand(s); printf "%.2f", 0.02 + rand() * 0.9 }')
+  sleep "$t"
   kill -9 $pid 2>/dev/null
   wait $pid 2>/dev/null
-  if [ -f "$R/state.json" ]; then
+  at=$(tr -d ' \n' <"$K/state.json" 2>/dev/null | grep -o '"generation":[0-9]*,"phase":"[a-z]*"' | tr -d '"')
+  echo "   kill $i after ${t}s: ${at:-no state yet}$([ -f "$K/finished" ] && echo ', run finished')"
+  if [ -f "$K/state.json" ]; then
     cases=$((cases + 1))
-    if ! timeout 60 "$YARI" check "$R" >"$WORK/check.$i" 2>&1; then
+    if ! timeout 60 "$YARI" check "$K" >"$WORK/check.$i" 2>&1; then
       lost=$((lost + 1)); echo "DAMAGE after kill $i: $(tail -2 "$WORK/check.$i")"
     fi
   fi
+  cases=$((cases + 1))
+  if ! timeout 300 "$YARI" run --config "$SMOKE" --run-dir "$K" >"$WORK/resume.$i" 2>&1 ||
+    ! timeout 60 "$YARI" check "$K" >"$WORK/check.$i" 2>&1; then
+    lost=$((lost + 1)); echo "NOT RESUMED after kill $i: $(tail -n 2 "$WORK/resume.$i" "$WORK/check.$i")"
+  fi
 done
-run "resume after 12 kills" 600 ok "'$YARI' run --config '$SMOKE' --run-dir '$R'"
-run "check after the resumed run" 60 ok "'$YARI' check '$R'"
-echo "   games listed by yari games: $("$YARI" games "$R" 2>/dev/null | grep -c .)"
+R=$WORK/killed1
+run "check after the resumed runs" 60 ok "'$YARI' check '$R'"
+for i in $(seq 1 16); do echo "$i $("$YARI" games "$WORK/killed$i" 2>/dev/null | grep -c .)"; done |
+  awk '{ n[$2]++ } END { for (k in n) printf "   games listed by yari games: %s in %d of 16 runs\n", k, n[k] }'
 
 echo "== a full disk: a 3 MB tmpfs"
 mkdir -p "$WORK/full"
@@ -97,7 +108,9 @@ run "arena --games 18446744073709551615" 20 err "'$YARI' arena --a random --b ra
 run "arena --games 2000000000" 20 err "'$YARI' arena --a random --b random --games 2000000000"
 run "arena --sprt nan,inf" 20 err "'$YARI' arena --a random --b random --sprt nan,inf"
 run "arena --sprt 5,1" 20 err "'$YARI' arena --a random --b random --sprt 5,1"
-run "YARI_BENCH_SECONDS=1e30" 20 err "YARI_BENCH_SECONDS=1e30 '$YARI' bench search"
+run "YARI_BENCH_SECONDS=1e30" 20 err "YARI_BENCH_SECONDS=1e30 '$YARI' bench selfplay"
+run "--cpu-path fp8" 20 err "'$YARI' --cpu-path fp8 bench nn"
+run "--train-path gpu" 20 err "'$YARI' --train-path gpu train --run-dir '$R' --steps 1"
 run "serve --port 99999" 20 err "'$YARI' serve --port 99999"
 printf '[run]\nname = ".."\n' >"$WORK/dots.toml"
 run "run.name = .." 20 err "'$YARI' run --config '$WORK/dots.toml'"

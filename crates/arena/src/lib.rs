@@ -48,6 +48,6 @@ pub use openings::{random_openings, Opening};
 pub use player::{ClockView, FnFactory, GameView, Player, PlayerError, PlayerFactory};
 pub use random::RandomPlayer;
 pub use ratings::{fit_ratings, games_dir, ledger_path, read_run_games, Rating, RatingList};
-pub use spec::{PlayerSpec, SpecError};
+pub use spec::{fsf_js, set_fsf_js, PlayerSpec, SpecError, DEFAULT_FSF_JS};
 pub use stats::{EloEstimate, Pentanomial, SprtConfig, SprtDecision, SprtModel, SprtStatus, Wdl};
 pub use uci::{SearchLimit, UciConfig, UciEngine, UciPlayer};

@@ -14,7 +14,7 @@ use crate::player::{PlayerError, PlayerFactory};
 use crate::spec::PlayerSpec;
 
 #[cfg(feature = "search")]
-pub use imp::{MctsFactory, MctsPlayer};
+pub use imp::{model_factory, MctsFactory, MctsPlayer};
 
 /// A factory for an `Mcts` or `Model` spec: an error in a build without the search.
 #[cfg(not(feature = "search"))]
@@ -41,15 +41,12 @@ pub(crate) fn factory(spec: &PlayerSpec) -> Result<Box<dyn PlayerFactory>, Playe
             path,
             sims,
             options,
-        } => Ok(Box::new(
-            MctsFactory::new(
-                spec.name(),
-                imp::load_model(path)?,
-                *sims,
-                imp::with_options(imp::arena_search_config(), options),
-            )
-            .with_batch(options.batch.unwrap_or(1)),
-        )),
+        } => Ok(Box::new(model_factory(
+            spec.name(),
+            imp::load_model(path)?,
+            *sims,
+            options,
+        ))),
         _ => Err(PlayerError::Other(format!(
             "{} is not an MCTS player",
             spec.name()
@@ -64,7 +61,6 @@ mod imp {
 
     use rand::rngs::StdRng;
     use rand::SeedableRng;
-    use yari_model::eval::NetEvaluator;
     use yari_rules::Move;
     use yari_search::{
         Batching, Control, Evaluator, GumbelConfig, PuctConfig, Search, SearchConfig, SearchVariant,
@@ -119,11 +115,29 @@ mod imp {
         }
     }
 
-    /// Loads a checkpoint on the default device.
+    /// Loads a checkpoint on the process's backend (the binary's choice).
     pub(crate) fn load_model(path: &Path) -> Result<Arc<dyn Evaluator>, PlayerError> {
-        let evaluator = NetEvaluator::from_checkpoint(path, yari_model::default_device())
+        let evaluator = yari_model::Backend::current()
+            .load_evaluator(path)
             .map_err(|e| PlayerError::Other(format!("checkpoint {}: {e}", path.display())))?;
         Ok(Arc::new(evaluator))
+    }
+
+    /// The players of a `model:FILE:SIMS[OPTIONS]` spec on a network already loaded (by a
+    /// caller that holds its backend, as the training loop does).
+    pub fn model_factory(
+        name: impl Into<String>,
+        evaluator: Arc<dyn Evaluator>,
+        sims: u32,
+        options: &SearchOptions,
+    ) -> MctsFactory {
+        MctsFactory::new(
+            name,
+            evaluator,
+            sims,
+            with_options(arena_search_config(), options),
+        )
+        .with_batch(options.batch.unwrap_or(1))
     }
 
     /// Builds [`MctsPlayer`]s sharing one evaluator. Public so that the training loop can

@@ -9,7 +9,7 @@
 //! | `model[SOPTS]:FILE:SIMS` | the same with search settings changed, see below |
 //! | `uci:COMMAND` | an external UCI engine, COMMAND split on whitespace (quotes group) |
 //! | `uci[OPTS]:COMMAND` | the same with options, see below |
-//! | `fsf` / `fsf[OPTS]` | Fairy-Stockfish's npm build: `node --no-experimental-fetch $YARI_FSF_JS`, where `YARI_FSF_JS` defaults to `.fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js` |
+//! | `fsf` / `fsf[OPTS]` | Fairy-Stockfish's npm build: `node --no-experimental-fetch JS`, where JS is the binary's `YARI_FSF_JS` and defaults to `.fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js` |
 //!
 //! `OPTS` is a comma-separated list of `key=value`:
 //! `nodes=N` (`go nodes N`, the default with N = 1000), `movetime=MS` (`go movetime MS`),
@@ -38,11 +38,29 @@ use thiserror::Error;
 
 use crate::uci::{SearchLimit, UciConfig};
 
-/// Where `fsf` looks for the npm build's `uci.js` unless `YARI_FSF_JS` says otherwise.
+/// Where `fsf` looks for the npm build's `uci.js` unless [`set_fsf_js`] says otherwise.
 pub const DEFAULT_FSF_JS: &str = ".fsf/node_modules/fairy-stockfish-nnue.wasm/uci.js";
 
 /// The command that installs Fairy-Stockfish's npm build where `fsf` looks for it.
 pub const FSF_INSTALL: &str = "npm install --prefix .fsf fairy-stockfish-nnue.wasm";
+
+/// The `uci.js` that `fsf` players run, when the binary set one ([`set_fsf_js`]).
+static FSF_JS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Sets the `uci.js` of Fairy-Stockfish's npm build that `fsf` specs run (default
+/// [`DEFAULT_FSF_JS`]); the binary calls it once, from its flag or `YARI_FSF_JS`. Returns
+/// false when a path was already set (the first one stays).
+pub fn set_fsf_js(path: PathBuf) -> bool {
+    FSF_JS.set(path).is_ok()
+}
+
+/// The `uci.js` that `fsf` specs run.
+pub fn fsf_js() -> PathBuf {
+    FSF_JS
+        .get()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_FSF_JS))
+}
 
 /// Deepest `alphabeta:N`: the material search doubles its time every ply or so, and depth 6
 /// already takes minutes a move, so anything near this is a typo, not a player.
@@ -298,10 +316,14 @@ impl PlayerSpec {
                     .ok_or_else(|| SpecError::Unknown(text.to_string()))?,
                 None => unreachable!(),
             };
-            let js = std::env::var("YARI_FSF_JS").unwrap_or_else(|_| DEFAULT_FSF_JS.to_string());
-            let argv = vec!["node".into(), "--no-experimental-fetch".into(), js.clone()];
+            let js = fsf_js();
+            let argv = vec![
+                "node".into(),
+                "--no-experimental-fetch".into(),
+                js.display().to_string(),
+            ];
             let mut config = uci_spec(text, argv, opts)?;
-            config.requires = Some((js.into(), FSF_INSTALL.to_string()));
+            config.requires = Some((js, FSF_INSTALL.to_string()));
             return Ok(PlayerSpec::Uci(config));
         }
         if let Some(rest) = text.strip_prefix("uci") {

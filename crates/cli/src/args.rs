@@ -16,6 +16,19 @@ pub struct Cli {
     /// $BURN_DEVICE, else the CPU (flex), also in a GPU build.
     #[arg(long, global = true)]
     pub device: Option<String>,
+    /// The graphics API of the wgpu device: vulkan, metal, dx12, gl or auto. Default:
+    /// $WGPU_BACKEND, else Vulkan on Linux (never a silent fall-back to software OpenGL).
+    #[arg(long, global = true)]
+    pub graphics_api: Option<String>,
+    /// The arithmetic of the CPU forward pass: f32, bf16 or auto (bf16 where the CPU has
+    /// AVX-512 BF16). Default: $YARI_CPU_PATH, else auto.
+    #[arg(long, global = true)]
+    pub cpu_path: Option<String>,
+    /// How training computes its gradients: cpu (the hand-written step; CPU devices only),
+    /// burn (burn's autodiff) or auto (cpu on a CPU device). Default: $YARI_TRAIN_PATH, else
+    /// auto.
+    #[arg(long, global = true)]
+    pub train_path: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -6,7 +6,7 @@ use yari_model::bench::{
     bench_cpu_forward, bench_forward, matmul_peak_gflops, ForwardBench, Peaks,
 };
 use yari_model::cpu::CpuPath;
-use yari_model::{default_device, describe_device, is_cpu, open_device, CpuNet, NetConfig};
+use yari_model::{is_cpu, open_device, Backend, CpuNet, NetConfig};
 
 /// Prints positions/s of the `config` net at batch 1, 64 and 256 (or only `batch`), through
 /// burn's forward pass and through [`CpuNet`] (what evaluations use on a CPU device), with the
@@ -16,13 +16,18 @@ use yari_model::{default_device, describe_device, is_cpu, open_device, CpuNet, N
 /// at `batch` when given), `cpu_positions_per_s` and `cpu_gflops` (the same for [`CpuNet`]),
 /// and `peak_gflops` (the f32 matmul peak of burn's device), plus the per-batch details; the
 /// CPU figures are relative to the CPU's own peaks (`f32_peak_gflops_per_thread` and after). `cpu_path` is the arithmetic [`CpuNet`] ran
-/// (`YARI_CPU_PATH` overrides the detection); when it is not f32, `cpu_f32_*` are the same
+/// (the backend's `--cpu-path`); when it is not f32, `cpu_f32_*` are the same
 /// figures on the f32 fallback for comparison. `bf16_peak_gflops` and the `fraction_of_*`
 /// fields relate each GFLOP/s to the one-thread peak of its arithmetic.
-pub fn run(config: NetConfig, batch: Vec<usize>, json: bool) -> anyhow::Result<()> {
-    let device = default_device();
+pub fn run(
+    backend: &Backend,
+    config: NetConfig,
+    batch: Vec<usize>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let device = backend.device().clone();
     let net = config.init(&device);
-    let cpu = CpuNet::from_net(&net, &config)?;
+    let cpu = CpuNet::from_net_with_path(&net, &config, backend.cpu_path())?;
     let path = cpu.path();
     let cpu_f32 = match path {
         CpuPath::F32 => None,
@@ -83,7 +88,7 @@ pub fn run(config: NetConfig, batch: Vec<usize>, json: bool) -> anyhow::Result<(
             "f32_fma_peak_gflops_per_thread": peaks.fma_thread_gflops,
             "cpu_fraction_of_f32_fma_peak": report["fraction_of_f32_fma_peak"],
             "batch": headline.batch,
-            "device": describe_device(&device),
+            "device": backend.description(),
             "net": config,
             "flops_per_position": config.flops_per_position(),
             "per_batch": per_batch,
@@ -95,7 +100,7 @@ pub fn run(config: NetConfig, batch: Vec<usize>, json: bool) -> anyhow::Result<(
             config.blocks,
             config.channels,
             config.flops_per_position() as f64 / 1e6,
-            describe_device(&device)
+            backend.description()
         );
         for (r, c, f) in &results {
             let f32_part = f
@@ -122,7 +127,7 @@ pub fn run(config: NetConfig, batch: Vec<usize>, json: bool) -> anyhow::Result<(
         if !is_cpu(&device) {
             println!(
                 "f32 matmul peak (2048^3) on {}: {peak:.1} GFLOP/s",
-                describe_device(&device)
+                backend.description()
             );
         }
         println!(
@@ -176,8 +181,13 @@ pub fn parse_net(shape: &str) -> anyhow::Result<NetConfig> {
 }
 
 /// The device's forward pass alone at each batch size, against its matmul peak.
-pub fn run_device_only(config: NetConfig, batch: Vec<usize>, json: bool) -> anyhow::Result<()> {
-    let device = default_device();
+pub fn run_device_only(
+    backend: &Backend,
+    config: NetConfig,
+    batch: Vec<usize>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let device = backend.device().clone();
     let net = config.init(&device);
     let min_time = Duration::from_secs(2);
     let results: Vec<ForwardBench> = batches(batch)?
@@ -185,7 +195,7 @@ pub fn run_device_only(config: NetConfig, batch: Vec<usize>, json: bool) -> anyh
         .map(|b| bench_forward(&net, &config, &device, b, min_time))
         .collect();
     let peak = matmul_peak_gflops(&device, 2048, min_time);
-    let description = describe_device(&device);
+    let description = backend.description().to_string();
     if json {
         let per_batch: Vec<_> = results
             .iter()

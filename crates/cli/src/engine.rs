@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use yari_model::eval::NetEvaluator;
+use yari_model::Backend;
 use yari_rules::Move;
 pub use yari_search::engine::{Budget, Engine, EngineOptions, Thought, DEFAULT_SIMULATIONS};
 use yari_search::{Evaluator, UniformEvaluator};
@@ -28,7 +28,10 @@ pub fn default_model_path() -> Option<PathBuf> {
 
 /// Loads `path`, or the shipped network when `None`. The path `uniform` selects uniform priors
 /// instead of a network, for trying the engine without a trained net.
-pub fn load_evaluator(path: Option<&Path>) -> Result<(Arc<dyn Evaluator>, String)> {
+pub fn load_evaluator(
+    backend: &Backend,
+    path: Option<&Path>,
+) -> Result<(Arc<dyn Evaluator>, String)> {
     let path = match path {
         Some(p) => p.to_path_buf(),
         None => default_model_path().with_context(|| {
@@ -38,7 +41,8 @@ pub fn load_evaluator(path: Option<&Path>) -> Result<(Arc<dyn Evaluator>, String
     if path.as_os_str() == "uniform" {
         return Ok((Arc::new(UniformEvaluator), "uniform".into()));
     }
-    let eval = NetEvaluator::from_checkpoint(&path, yari_model::default_device())
+    let eval = backend
+        .load_evaluator(&path)
         .with_context(|| format!("loading network {}", path.display()))?;
     Ok((Arc::new(eval), path.display().to_string()))
 }

@@ -61,6 +61,7 @@ pub enum ExportFormat {
 }
 
 pub fn run(
+    backend: &yari_model::Backend,
     run_dir: &Path,
     checkpoint: &str,
     out: &Path,
@@ -73,7 +74,7 @@ pub fn run(
     } else {
         PathBuf::from(checkpoint)
     };
-    let device = yari_model::default_device();
+    let device = backend.device().clone();
     let ckpt = Checkpoint::read(&source)
         .with_context(|| format!("reading network {}", source.display()))?;
     let mut meta = ckpt.meta.clone();

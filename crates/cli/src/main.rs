@@ -3,6 +3,7 @@
 
 mod arena_cmd;
 mod args;
+mod backend_args;
 mod bench_nn;
 mod bench_search;
 mod engine;
@@ -48,51 +49,50 @@ fn is_closed_pipe(e: &anyhow::Error) -> bool {
 
 fn run_cli() -> Result<()> {
     let cli = Cli::parse();
-    // Opened before any work, so a missing GPU driver is a clear error, not a panic mid-run.
-    if !matches!(
+    yari_arena::set_fsf_js(backend_args::fsf_js());
+    // Opened before any work, so a missing GPU driver is a clear error, not a panic mid-run;
+    // the commands that need no network get the CPU's defaults without opening anything.
+    let backend = if matches!(
         cli.command,
         Command::Perft { .. } | Command::Legal { .. } | Command::Games { .. }
     ) {
-        let name = cli
-            .device
-            .clone()
-            .or_else(|| std::env::var("YARI_DEVICE").ok())
-            .unwrap_or_else(yari_model::device::default_backend);
-        // burn creates some tensors on its own default device, whatever the one chosen here:
-        // burn-optim puts a resumed optimizer state there before moving it to the
-        // parameters' device. Its default is the first GPU backend compiled in, so a run on
-        // the CPU (or wgpu) in a CUDA build would start CUDA, and panic on a machine without
-        // it. burn reads BURN_DEVICE for that default; it is set before any other thread runs.
-        std::env::set_var("BURN_DEVICE", &name);
-        let (_, description) = yari_model::select_device(Some(&name))?;
+        yari_model::Backend::cpu()
+    } else {
+        let backend = backend_args::open(&cli)?.install()?;
         if matches!(
             cli.command,
-            Command::Run { .. }
-                | Command::Worker { .. }
-                | Command::Learn { init: false, .. }
+            Command::Worker { .. }
                 | Command::Selfplay { .. }
                 | Command::Train { .. }
                 | Command::Bench { .. }
         ) {
-            eprintln!("device: {description}");
+            let r = backend.record();
+            eprintln!(
+                "backends: {}, inference {}, training {}",
+                r.device, r.inference, r.training
+            );
         }
-    }
+        backend
+    };
+    let backend = &backend;
     match cli.command {
         Command::Perft { depth, fen, divide } => rules_cmd::perft(depth, fen.as_deref(), divide),
         Command::Legal { fen } => rules_cmd::legal(fen.as_deref()),
-        Command::Run { config, run_dir } => run_cmd::run(config.as_deref(), run_dir.as_deref()),
+        Command::Run { config, run_dir } => {
+            run_cmd::run(backend, config.as_deref(), run_dir.as_deref())
+        }
         Command::Check { run_dir } => run_cmd::check(&run_dir),
         Command::Worker {
             run_dir,
             tag,
             batch_games,
             max_batches,
-        } => worker_cmd::run(&run_dir, tag, batch_games, max_batches),
+        } => worker_cmd::run(backend, &run_dir, tag, batch_games, max_batches),
         Command::Learn {
             run_dir,
             config,
             init,
-        } => learn_cmd::run(&run_dir, config.as_deref(), init),
+        } => learn_cmd::run(backend, &run_dir, config.as_deref(), init),
         Command::Selfplay {
             model,
             games,
@@ -103,7 +103,7 @@ fn run_cli() -> Result<()> {
                 Some(p) => yari_loop::section_from_file(&p, "selfplay")?,
                 None => yari_loop::RunConfig::load(None)?.selfplay,
             };
-            selfplay_cmd::run(model.as_deref(), games, &out, config)
+            selfplay_cmd::run(backend, model.as_deref(), games, &out, config)
         }
         Command::Train {
             run_dir,
@@ -119,7 +119,7 @@ fn run_cli() -> Result<()> {
                 None if own.is_file() => yari_loop::RunConfig::load(Some(&own))?.train,
                 None => yari_loop::RunConfig::load(None)?.train,
             };
-            train_cmd::run(&run_dir, config, steps, run_progress)
+            train_cmd::run(backend, &run_dir, config, steps, run_progress)
         }
         Command::Plot { run_dir } => train_cmd::plot(&run_dir),
         Command::Arena {
@@ -153,16 +153,24 @@ fn run_cli() -> Result<()> {
             out,
             average,
             format,
-        } => export_cmd::run(&run_dir, &checkpoint, &out, average, format),
+        } => export_cmd::run(backend, &run_dir, &checkpoint, &out, average, format),
         Command::Bench { what } => match what {
             BenchCommand::Selfplay { json, config } => {
                 // The network and self-play settings of the built-in default run by default.
                 let config = yari_loop::RunConfig::load(config.as_deref())?;
-                selfplay_cmd::bench(json, config.train.net, config.selfplay)
+                selfplay_cmd::bench(
+                    backend,
+                    json,
+                    config.train.net,
+                    config.selfplay,
+                    backend_args::bench_seconds()?,
+                )
             }
-            BenchCommand::Train { json, config } => {
-                train_cmd::bench(json, yari_loop::RunConfig::load(config.as_deref())?.train)
-            }
+            BenchCommand::Train { json, config } => train_cmd::bench(
+                backend,
+                json,
+                yari_loop::RunConfig::load(config.as_deref())?.train,
+            ),
             BenchCommand::Perft { json, quick } => rules_cmd::bench_perft(json, quick),
             BenchCommand::Search {
                 model,
@@ -172,7 +180,7 @@ fn run_cli() -> Result<()> {
                 nodes,
                 json,
             } => {
-                let (evaluator, _) = engine::load_evaluator(model.as_deref())?;
+                let (evaluator, _) = engine::load_evaluator(backend, model.as_deref())?;
                 let threads = match threads.is_empty() {
                     true => {
                         let all = yari_search::EngineOptions::all_cores().threads;
@@ -199,9 +207,9 @@ fn run_cli() -> Result<()> {
                     (None, None) => yari_model::NetConfig::default(),
                 };
                 if device_only {
-                    bench_nn::run_device_only(net, batch, json)
+                    bench_nn::run_device_only(backend, net, batch, json)
                 } else {
-                    bench_nn::run(net, batch, json)
+                    bench_nn::run(backend, net, batch, json)
                 }
             }
         },
@@ -212,7 +220,7 @@ fn run_cli() -> Result<()> {
             movetime,
             search,
         } => {
-            let (evaluator, _) = engine::load_evaluator(model.as_deref())?;
+            let (evaluator, _) = engine::load_evaluator(backend, model.as_deref())?;
             let person = if color == "black" {
                 yari_rules::Color::Black
             } else {
@@ -236,10 +244,10 @@ fn run_cli() -> Result<()> {
             port,
             host,
             workers,
-        } => serve_cmd::serve(model.as_deref(), run_dir, port, &host, workers),
+        } => serve_cmd::serve(backend, model.as_deref(), run_dir, port, &host, workers),
         Command::Games { run_dir, pgn, id } => serve_cmd::games(&run_dir, pgn, id.as_deref()),
         Command::Uci { model, search } => {
-            let (evaluator, name) = engine::load_evaluator(model.as_deref())?;
+            let (evaluator, name) = engine::load_evaluator(backend, model.as_deref())?;
             uci_cmd::run(evaluator, search.options(), &name)
         }
     }

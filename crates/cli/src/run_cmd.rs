@@ -6,14 +6,24 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 /// Opens (or creates) the run directory and runs generations until the budget is spent.
-pub fn run(config_path: Option<&Path>, run_dir: Option<&Path>) -> Result<()> {
+pub fn run(
+    backend: &yari_model::Backend,
+    config_path: Option<&Path>,
+    run_dir: Option<&Path>,
+) -> Result<()> {
     // A Ctrl-C (or a SIGTERM) ends the process at once: every file is written atomically and
     // every phase is resumable, so there is nothing to clean up.
     let _ = ctrlc::set_handler(|| {
         eprintln!("\ninterrupted: progress is saved; run the same command again to resume");
         std::process::exit(130);
     });
-    let mut run = yari_loop::open_run(config_path, run_dir, "yari run", yari_loop::stderr_log)?;
+    let mut run = yari_loop::open_run(
+        config_path,
+        run_dir,
+        "yari run",
+        backend,
+        yari_loop::stderr_log,
+    )?;
     run.run()?;
     Ok(())
 }

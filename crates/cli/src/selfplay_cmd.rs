@@ -5,18 +5,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use yari_model::{default_device, describe_device, NetConfig, NetEvaluator};
+use yari_model::{Backend, NetConfig};
 use yari_search::{Evaluator, UniformEvaluator};
-use yari_selfplay::{bench_selfplay, run_selfplay_until, RunOptions, SelfplayConfig, ShardWriter};
+use yari_selfplay::{bench_selfplay, play_into_shards, RunOptions, SelfplayConfig, ShardWriter};
 
 /// Raised by the first SIGINT or SIGTERM; the pool stops at its next round.
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// Exit status of a run ended by a signal (128 + SIGINT, as shells report it).
 const INTERRUPTED: i32 = 130;
-
-/// The longest `yari bench selfplay` measurement (a day).
-const MAX_BENCH_SECONDS: f64 = 86_400.0;
 
 /// The first SIGINT or SIGTERM stops self-play between rounds: every finished game is
 /// already in a shard, the games in flight are dropped. A second one ends the process at once
@@ -35,11 +32,18 @@ fn stop_on_signal() {
 ///
 /// Shard names start with the run's start time and seed, so several runs can share one
 /// directory without overwriting each other.
-pub fn run(model: Option<&Path>, games: usize, out: &Path, config: SelfplayConfig) -> Result<()> {
+pub fn run(
+    backend: &Backend,
+    model: Option<&Path>,
+    games: usize,
+    out: &Path,
+    config: SelfplayConfig,
+) -> Result<()> {
     config.validate()?;
     let evaluator: Box<dyn Evaluator> = match model {
         Some(path) => Box::new(
-            NetEvaluator::from_checkpoint(path, default_device())
+            backend
+                .load_evaluator(path)
                 .with_context(|| format!("loading network {}", path.display()))?,
         ),
         None => Box::new(UniformEvaluator),
@@ -49,7 +53,7 @@ pub fn run(model: Option<&Path>, games: usize, out: &Path, config: SelfplayConfi
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let prefix = format!("sp-{started}-s{}", config.seed);
-    let mut writer = ShardWriter::new(out, prefix, config.games_per_shard)
+    let writer = ShardWriter::new(out, prefix, config.games_per_shard)
         .with_context(|| format!("creating {}", out.display()))?;
     for stale in writer.removed_temp_files() {
         eprintln!("removed {}, left by a killed writer", stale.display());
@@ -59,10 +63,8 @@ pub fn run(model: Option<&Path>, games: usize, out: &Path, config: SelfplayConfi
         deadline: None,
     };
     stop_on_signal();
-    let stats = run_selfplay_until(evaluator.as_ref(), &config, games, options, &STOP, |g| {
-        writer.push(g)
-    })?;
-    let shards = writer.finish()?;
+    let run = play_into_shards(evaluator.as_ref(), &config, games, writer, options, &STOP)?;
+    let (stats, shards) = (run.stats, run.shards);
     eprintln!(
         "{} games, {} training positions in {} shards under {} ({:.0}s)",
         stats.games,
@@ -98,31 +100,25 @@ pub fn run(model: Option<&Path>, games: usize, out: &Path, config: SelfplayConfi
 /// plies per second and the share of wall time spent outside network evaluation.
 ///
 /// With `json`, prints one JSON object with `positions_per_s`, `search_share` and
-/// `evaluator_idle_share` (fractions of 1) among other figures. The measurement lasts 20 s, or `YARI_BENCH_SECONDS`.
-pub fn bench(json: bool, net_config: NetConfig, config: SelfplayConfig) -> Result<()> {
-    let device = default_device();
-    let device_name = describe_device(&device);
-    let net = net_config.init(&device);
-    let evaluator = NetEvaluator::new(net, net_config, device);
-    let seconds: f64 = match std::env::var("YARI_BENCH_SECONDS") {
-        Err(_) => 20.0,
-        Ok(text) => text
-            .trim()
-            .parse()
-            .ok()
-            .filter(|s: &f64| *s > 0.0 && *s <= MAX_BENCH_SECONDS)
-            .with_context(|| {
-                format!("YARI_BENCH_SECONDS = {text:?}: a number of seconds in (0, {MAX_BENCH_SECONDS}]")
-            })?,
-    };
+/// /// `evaluator_idle_share` (fractions of 1) among other figures, for `duration`.
+pub fn bench(
+    backend: &Backend,
+    json: bool,
+    net_config: NetConfig,
+    config: SelfplayConfig,
+    duration: Duration,
+) -> Result<()> {
+    let device_name = backend.description().to_string();
+    let net = net_config.init(backend.device());
+    let evaluator = backend.evaluator(net, net_config);
     // Warm up the backend (allocations, thread pools) outside the measurement.
     let warm = yari_rules::Position::startpos();
     evaluator.evaluate(&vec![&warm; config.concurrent_games]);
-    let r = bench_selfplay(&evaluator, &config, Duration::from_secs_f64(seconds))?;
+    let r = bench_selfplay(&evaluator, &config, duration)?;
     let path = evaluator.cpu_path();
     let gflops = r.evaluations_per_s * net_config.flops_per_position() as f64 / 1e9;
     // Compared with the peaks of as many threads as self-play ran on.
-    let peaks = yari_model::bench::Peaks::measure(evaluator.device(), Duration::from_secs(2));
+    let peaks = yari_model::bench::Peaks::measure(backend.device(), Duration::from_secs(2));
     let report = peaks.report(
         gflops,
         r.threads,

@@ -30,6 +30,7 @@ fn listen_host(hosts: &[IpAddr]) -> Result<IpAddr> {
 }
 
 pub fn serve(
+    backend: &yari_model::Backend,
     model: Option<&Path>,
     run_dir: Option<PathBuf>,
     port: u16,
@@ -37,13 +38,14 @@ pub fn serve(
     workers: usize,
 ) -> Result<()> {
     let host = listen_host(hosts)?;
-    let (evaluator, model_name) = engine::load_evaluator(model)?;
+    let (evaluator, model_name) = engine::load_evaluator(backend, model)?;
+    let loader = backend.clone();
     let options = ServeOptions {
         model_name,
         evaluator,
         run_dir,
-        load_model: Some(Arc::new(|path: &Path| {
-            engine::load_evaluator(Some(path))
+        load_model: Some(Arc::new(move |path: &Path| {
+            engine::load_evaluator(&loader, Some(path))
                 .map(|(evaluator, _)| evaluator)
                 .map_err(|e| format!("{e:#}"))
         })),

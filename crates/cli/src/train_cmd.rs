@@ -6,19 +6,21 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use yari_loop::plot::plot_run;
+use yari_model::Backend;
 use yari_train::{bench_train, TrainConfig, Trainer};
 
 /// `yari train --run-dir DIR [--config FILE] [--steps N]`: resumes (or starts) the trainer of
 /// the run and runs `steps` optimizer steps (default: the config's `steps_per_generation`)
 /// with a progress bar, then prints the mean losses.
 pub fn run(
+    backend: &Backend,
     run_dir: &Path,
     config: TrainConfig,
     steps: Option<u64>,
     run_progress: f64,
 ) -> Result<()> {
     let steps = steps.unwrap_or(config.steps_per_generation);
-    let mut trainer = Trainer::open(run_dir, config)
+    let mut trainer = Trainer::open_on(run_dir, config, None, backend)
         .with_context(|| format!("opening the trainer in {}", run_dir.display()))?;
     trainer.set_run_progress(run_progress)?;
     eprintln!(
@@ -56,8 +58,8 @@ pub fn plot(run_dir: &Path) -> Result<()> {
 /// size on the training device (about 10 s of steps after a warm-up).
 /// Training samples/s for `config`'s network and batch size (the default run's, from `yari
 /// bench train`).
-pub fn bench(json: bool, config: TrainConfig) -> Result<()> {
-    let b = bench_train(&config, Duration::from_secs(10)).context("training benchmark")?;
+pub fn bench(backend: &Backend, json: bool, config: TrainConfig) -> Result<()> {
+    let b = bench_train(&config, backend, Duration::from_secs(10)).context("training benchmark")?;
     if json {
         println!("{}", serde_json::to_string(&b)?);
     } else {

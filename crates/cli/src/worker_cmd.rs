@@ -8,7 +8,13 @@ use anyhow::Result;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-pub fn run(dir: &Path, tag: String, batch_games: Option<usize>, max_batches: u64) -> Result<()> {
+pub fn run(
+    backend: &yari_model::Backend,
+    dir: &Path,
+    tag: String,
+    batch_games: Option<usize>,
+    max_batches: u64,
+) -> Result<()> {
     // The first SIGTERM / SIGINT (Slurm's scancel and time limit send SIGTERM) lets the games
     // already finished be written; a second one ends the process at once.
     let _ = ctrlc::set_handler(|| {
@@ -26,6 +32,6 @@ pub fn run(dir: &Path, tag: String, batch_games: Option<usize>, max_batches: u64
         progress: false,
     };
     let run = yari_loop::RunDir::new(dir);
-    yari_loop::roles::run_worker(&run, &options, &STOP, yari_loop::stderr_log)?;
+    yari_loop::roles::run_worker(&run, &options, backend, &STOP, yari_loop::stderr_log)?;
     Ok(())
 }

@@ -27,7 +27,7 @@ fn the_cuda_device_opens_or_names_what_is_missing() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if out.status.success() {
-        assert!(err.contains("device: cuda"), "{err}");
+        assert!(err.contains("backends: cuda"), "{err}");
         return;
     }
     assert_eq!(

@@ -381,3 +381,72 @@ fn tensorboard_reads_the_runs_scalars() {
     );
     println!("{text}");
 }
+
+/// The backends are chosen once, from flags or their environment variables, and a run records
+/// what it computed with in `summary.json`; a choice that is unknown or cannot run here is an
+/// error naming it, before any work.
+#[test]
+fn a_run_records_the_backends_its_flags_chose_and_bad_choices_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = yari()
+        .args([
+            "--cpu-path",
+            "f32",
+            "--train-path",
+            "burn",
+            "run",
+            "--config",
+        ])
+        .arg(smoke_config())
+        .arg("--run-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("inference cpu-f32, training burn"), "{log}");
+    let summaries = json(&dir.join("summary.json"));
+    let summaries = summaries.as_array().unwrap();
+    assert_eq!(summaries.len(), 2);
+    for s in summaries {
+        assert_eq!(s["backends"]["inference"], "cpu-f32", "{s}");
+        assert_eq!(s["backends"]["training"], "burn", "{s}");
+        assert!(
+            s["backends"]["device"].as_str().unwrap().contains("CPU"),
+            "{s}"
+        );
+    }
+
+    let refused = |flags: &[&str], env: Option<(&str, &str)>| {
+        let mut command = yari();
+        command
+            .env_remove("YARI_CPU_PATH")
+            .env_remove("YARI_TRAIN_PATH");
+        if let Some((k, v)) = env {
+            command.env(k, v);
+        }
+        let out = command
+            .args(flags)
+            .args(["bench", "nn", "--batch", "1"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = refused(&["--cpu-path", "fp8"], None);
+    assert!(
+        err.contains("\"fp8\"") && err.contains("f32, bf16 or auto"),
+        "{err}"
+    );
+    let err = refused(&[], Some(("YARI_CPU_PATH", "int4")));
+    assert!(err.contains("\"int4\""), "{err}");
+    let err = refused(&["--train-path", "gpu"], None);
+    assert!(
+        err.contains("\"gpu\"") && err.contains("burn, cpu or auto"),
+        "{err}"
+    );
+    let err = refused(&["--graphics-api", "directx9"], None);
+    assert!(err.contains("\"directx9\""), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -29,7 +29,7 @@ fn smoke_run_completes_two_generations_on_wgpu() {
         .unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "yari run failed:\n{log}");
-    assert!(log.contains("device: wgpu: "), "not on wgpu:\n{log}");
+    assert!(log.contains("backends: wgpu: "), "not on wgpu:\n{log}");
     assert!(log.contains("budget spent after generation 2"), "{log}");
     let state: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("state.json")).unwrap()).unwrap();
@@ -83,7 +83,7 @@ fn without_a_device_flag_a_wgpu_build_runs_on_the_cpu() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("device: flex"), "{err}");
+    assert!(err.contains("backends: flex"), "{err}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         report["device"]

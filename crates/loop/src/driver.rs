@@ -5,7 +5,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use yari_io::layout::parse_generation_name;
 use yari_io::RunPaths;
-use yari_model::Checkpoint;
+use yari_model::{Backend, Checkpoint};
 use yari_train::Trainer;
 
 use crate::phases;
@@ -21,6 +21,7 @@ pub fn open_run(
     config_path: Option<&Path>,
     run_dir: Option<&Path>,
     role: &str,
+    backend: &Backend,
     log: Log,
 ) -> Result<Loop, LoopError> {
     let requested = RunConfig::load(config_path)?;
@@ -50,7 +51,7 @@ pub fn open_run(
         yari_io::write_atomic(&config_file, text.as_bytes())?;
         requested
     };
-    let mut run = Loop::open(run, config, log)?;
+    let mut run = Loop::open(run, config, backend.clone(), log)?;
     run._writer_lock = Some(lock);
     Ok(run)
 }
@@ -65,6 +66,8 @@ pub struct Loop {
     /// Where a generation's games come from: played in this process (`yari run`), or taken
     /// from workers (`yari learn`).
     source: Box<dyn GameSource>,
+    /// What this process computes on: self-play, training and the arena's networks.
+    backend: Backend,
     /// This process's hold on the run directory ([`open_run`] takes it).
     _writer_lock: Option<crate::run_dir::WriterLock>,
     /// The per-generation TensorBoard scalars of this session (opened at its first generation).
@@ -77,7 +80,17 @@ impl Loop {
     ///
     /// Refuses a run that has trained but lost its trainer state. A best network that no longer
     /// loads (damaged on disk) is replaced by the newest one that does, with a message.
-    pub fn open(dir: RunDir, config: RunConfig, log: Log) -> Result<Loop, LoopError> {
+    pub fn open(
+        dir: RunDir,
+        config: RunConfig,
+        backend: Backend,
+        log: Log,
+    ) -> Result<Loop, LoopError> {
+        let record = backend.record();
+        log(&format!(
+            "backends: {}, inference {}, training {}",
+            record.device, record.inference, record.training
+        ));
         let state = match dir.load_state()? {
             Some(mut state) => {
                 log(&format!(
@@ -136,7 +149,7 @@ impl Loop {
                         ),
                     });
                 }
-                let trainer = Trainer::open(dir.root(), config.train.clone())?;
+                let trainer = Trainer::open_on(dir.root(), config.train.clone(), None, &backend)?;
                 let state = RunState::new_run();
                 trainer.save_checkpoint(&dir.paths().resolve(&state.best), 0, None)?;
                 log(&format!(
@@ -154,7 +167,10 @@ impl Loop {
             state,
             session_start: Instant::now(),
             log,
-            source: Box::new(phases::InProcess),
+            source: Box::new(phases::InProcess {
+                backend: backend.clone(),
+            }),
+            backend,
             _writer_lock: None,
             events: None,
         })
@@ -256,31 +272,39 @@ impl Loop {
                 };
                 let best = self.state.best.clone();
                 let progress = self.progress();
-                let out =
-                    match phases::train(&self.dir, &self.config, g, &best, target, progress, log) {
-                        Err(LoopError::Train(yari_train::TrainError::NotEnoughData {
-                            have,
-                            need,
-                            ..
-                        })) => {
-                            // Too few positions to train on yet: this generation plays more
-                            // games (another generation's worth) instead of failing on every
-                            // resume.
-                            let games = self.state.summary.games;
-                            let more = self.config.run.games_per_generation as u64;
-                            log(&format!(
-                                "generation {g}: the replay window has {have} positions, \
+                let out = match phases::train(
+                    &self.backend,
+                    &self.dir,
+                    &self.config,
+                    g,
+                    &best,
+                    target,
+                    progress,
+                    log,
+                ) {
+                    Err(LoopError::Train(yari_train::TrainError::NotEnoughData {
+                        have,
+                        need,
+                        ..
+                    })) => {
+                        // Too few positions to train on yet: this generation plays more
+                        // games (another generation's worth) instead of failing on every
+                        // resume.
+                        let games = self.state.summary.games;
+                        let more = self.config.run.games_per_generation as u64;
+                        log(&format!(
+                            "generation {g}: the replay window has {have} positions, \
                                  training needs {need} (train.window.min_positions): playing \
                                  {more} more games first"
-                            ));
-                            self.state.games_target =
-                                Some(self.state.games_target(&self.config).max(games) + more);
-                            self.state.phase = Phase::Selfplay;
-                            self.save_state()?;
-                            return Ok(phase);
-                        }
-                        other => other?,
-                    };
+                        ));
+                        self.state.games_target =
+                            Some(self.state.games_target(&self.config).max(games) + more);
+                        self.state.phase = Phase::Selfplay;
+                        self.save_state()?;
+                        return Ok(phase);
+                    }
+                    other => other?,
+                };
                 let s = &mut self.state.summary;
                 if out.loss.is_some() {
                     (s.loss, s.policy_loss, s.value_loss, s.lr) =
@@ -293,7 +317,15 @@ impl Loop {
             Phase::Gate => {
                 let candidate = RunPaths::model_rel(g);
                 let best = self.state.best.clone();
-                let out = phases::gate(&self.dir, &self.config, g, &candidate, &best, log)?;
+                let out = phases::gate(
+                    &self.backend,
+                    &self.dir,
+                    &self.config,
+                    g,
+                    &candidate,
+                    &best,
+                    log,
+                )?;
                 let s = &mut self.state.summary;
                 s.promoted = out.promoted;
                 s.gate_score = out.score;
@@ -308,7 +340,7 @@ impl Loop {
                 let last = (cap > 0 && g >= cap) || self.time_spent();
                 let ratings = if self.config.rating.due(g, self.state.summary.promoted, last) {
                     let best = self.state.best.clone();
-                    phases::rate(&self.dir, &self.config, g, &best, log)?
+                    phases::rate(&self.backend, &self.dir, &self.config, g, &best, log)?
                 } else {
                     Vec::new()
                 };
@@ -330,6 +362,7 @@ impl Loop {
         summary.ratings = ratings;
         summary.best = self.state.best.clone();
         summary.elapsed_s = self.elapsed_s();
+        summary.backends = Some(self.backend.record());
         self.dir.record_summary(&summary)?;
         // The ladder as of this generation: its own ratings, else the latest ones of the run.
         let ladder = if summary.ratings.is_empty() {

@@ -15,8 +15,9 @@ use yari_arena::{
 };
 use yari_io::layout::generation_name;
 use yari_io::RunPaths;
+use yari_model::Backend;
 use yari_rules::Move;
-use yari_selfplay::{run_selfplay_until, RunOptions, SelfplayConfig, ShardWriter};
+use yari_selfplay::{play_into_shards, RunOptions, SelfplayConfig, ShardWriter};
 use yari_train::Trainer;
 
 use crate::run_dir::{PlayerKey, RatingEntry, RunDir};
@@ -101,52 +102,46 @@ pub fn play_batch(
     stop: Option<&AtomicBool>,
 ) -> Result<BatchOutcome, LoopError> {
     let start = Instant::now();
-    let mut writer = ShardWriter::new(out, prefix, selfplay.games_per_shard)?;
-    let (mut written, mut positions) = (0u64, 0u64);
+    let writer = ShardWriter::new(out, prefix, selfplay.games_per_shard)?;
     let never = AtomicBool::new(false);
-    let stats = run_selfplay_until(
+    let run = play_into_shards(
         evaluator,
         selfplay,
         games,
+        writer,
         RunOptions {
             progress,
             ..RunOptions::default()
         },
         stop.unwrap_or(&never),
-        |game| {
-            written += 1;
-            positions += game.samples.len() as u64;
-            writer.push(game)
-        },
     )?;
-    let (stopped, summary) = if stats.stopped {
-        (true, String::new())
-    } else {
-        (false, stats.summary())
-    };
-    // Finished games buffered for an incomplete shard are written, also when stopping.
-    writer.finish()?;
+    let stats = run.stats;
     Ok(BatchOutcome {
-        games: written,
-        positions,
+        games: stats.games as u64,
+        positions: stats.samples,
         seconds: start.elapsed().as_secs_f64(),
-        stopped,
-        summary,
+        stopped: stats.stopped,
+        summary: if stats.stopped {
+            String::new()
+        } else {
+            stats.summary()
+        },
     })
 }
 
 /// Loads the run's network `network` for self-play.
 pub fn load_network(
+    backend: &Backend,
     run: &RunDir,
     network: &str,
 ) -> Result<yari_model::eval::NetEvaluator, LoopError> {
     let path = run.paths().resolve(network);
-    yari_model::eval::NetEvaluator::from_checkpoint(&path, yari_model::default_device()).map_err(
-        |source| LoopError::Checkpoint {
+    backend
+        .load_evaluator(&path)
+        .map_err(|source| LoopError::Checkpoint {
             path,
             source: Box::new(source),
-        },
-    )
+        })
 }
 
 /// The config's self-play settings with `seed` mixed into the seed, so that distinct
@@ -157,51 +152,12 @@ pub fn seeded(config: &RunConfig, seed: u64) -> SelfplayConfig {
     sp
 }
 
-/// A batch of self-play games for [`play_games`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct GameBatch<'a> {
-    /// The network, relative to the run directory (a worker reloads the run's best before
-    /// each batch).
-    pub network: &'a str,
-    /// Games to play.
-    pub games: usize,
-    /// Folder the shards go to.
-    pub out: &'a Path,
-    /// Shard name prefix, unique among the writers of `out` ([`worker_prefix`] for workers).
-    pub prefix: &'a str,
-    /// Varies the games (the config's seed is mixed in).
-    pub seed: u64,
-    /// What the batch is for, at the start of its statistics line (`generation 3: self-play`).
-    pub label: &'a str,
-}
-
-/// Loads a network of the run and plays a batch of self-play games with it, written as shards
-/// `{prefix}-NNNNN.yshard`.
-pub fn play_games(
-    run: &RunDir,
-    config: &RunConfig,
-    batch: &GameBatch<'_>,
-    log: Log,
-) -> Result<BatchOutcome, LoopError> {
-    let evaluator = load_network(run, batch.network)?;
-    let sp = seeded(config, batch.seed);
-    let outcome = play_batch(
-        &evaluator,
-        &sp,
-        batch.games,
-        batch.out,
-        batch.prefix,
-        true,
-        None,
-    )?;
-    log(&format!("{}: {}", batch.label, outcome.summary));
-    Ok(outcome)
-}
-
 /// Self-play in this process with the run's best network (`yari run`'s [`GameSource`]), at
 /// the progressive simulation budget of the run's progress
-/// ([`yari_selfplay::SelfplayConfig::simulation_ramp`]).
-pub struct InProcess;
+/// ([`yari_selfplay::SelfplayConfig::simulation_ramp`]), on the loop's backend.
+pub struct InProcess {
+    pub backend: Backend,
+}
 
 impl GameSource for InProcess {
     fn games(
@@ -222,7 +178,15 @@ impl GameSource for InProcess {
                 played.selfplay.cheap_simulations
             ));
         }
-        let out = selfplay(run, &played, g, request.best, request.target, log)?;
+        let out = selfplay(
+            &self.backend,
+            run,
+            &played,
+            g,
+            request.best,
+            request.target,
+            log,
+        )?;
         Ok(GamesIn {
             games: out.games,
             positions: out.positions,
@@ -234,6 +198,7 @@ impl GameSource for InProcess {
 
 /// Plays generation `g`'s games that are not already on disk with the network `best`.
 pub fn selfplay(
+    backend: &Backend,
     run: &RunDir,
     config: &RunConfig,
     g: u32,
@@ -256,16 +221,18 @@ pub fn selfplay(
         // games rather than repeats of the ones already stored.
         let seed = ((g as u64) << 32) | done as u64;
         let prefix = format!("{}-{done:06}", generation_name(g));
-        let label = format!("generation {g}: self-play");
-        let batch = GameBatch {
-            network: best,
-            games: remaining,
-            out: &dir,
-            prefix: &prefix,
-            seed,
-            label: &label,
-        };
-        positions = play_games(run, config, &batch, log)?.positions;
+        let evaluator = load_network(backend, run, best)?;
+        let outcome = play_batch(
+            &evaluator,
+            &seeded(config, seed),
+            remaining,
+            &dir,
+            &prefix,
+            true,
+            None,
+        )?;
+        log(&format!("generation {g}: self-play: {}", outcome.summary));
+        positions = outcome.positions;
     }
     Ok(SelfplayOutcome {
         games: target.max(done) as u64,
@@ -300,7 +267,9 @@ pub fn train_target(run: &RunDir, config: &RunConfig) -> Result<u64, LoopError> 
 /// Trains up to step `target` (resuming a killed session's steps) and writes generation `g`'s
 /// candidate `models/gen-NNNN.yari`, recording `parent` as the network it descends from.
 /// `run_progress` (in [0, 1], [`crate::RunSection::progress`]) sets a `run_cosine` lr.
+#[allow(clippy::too_many_arguments)]
 pub fn train(
+    backend: &Backend,
     run: &RunDir,
     config: &RunConfig,
     g: u32,
@@ -309,7 +278,7 @@ pub fn train(
     run_progress: f64,
     log: Log,
 ) -> Result<TrainOutcome, LoopError> {
-    let mut trainer = Trainer::open(run.root(), config.train.clone())?;
+    let mut trainer = Trainer::open_on(run.root(), config.train.clone(), None, backend)?;
     trainer.set_run_progress(run_progress.clamp(0.0, 1.0))?;
     let steps = target.saturating_sub(trainer.step());
     log(&format!(
@@ -424,16 +393,22 @@ impl PlayerFactory for Keyed {
     }
 }
 
-/// The run's network `rel` as an arena player named by its key.
-fn network_player(run: &RunDir, rel: &str, sims: u32) -> Result<Box<dyn PlayerFactory>, LoopError> {
-    let spec = PlayerSpec::Model {
-        path: run.paths().resolve(rel),
-        sims,
-        options: Default::default(),
-    };
+/// The run's network `rel`, loaded on `backend`, as an arena player named by its key.
+fn network_player(
+    backend: &Backend,
+    run: &RunDir,
+    rel: &str,
+    sims: u32,
+) -> Result<Box<dyn PlayerFactory>, LoopError> {
+    let evaluator = load_network(backend, run, rel)?;
     Ok(Box::new(Keyed {
         key: PlayerKey::of_model(rel),
-        inner: spec.factory()?,
+        inner: Box::new(yari_arena::search::model_factory(
+            rel,
+            std::sync::Arc::new(evaluator),
+            sims,
+            &Default::default(),
+        )),
     }))
 }
 
@@ -472,6 +447,7 @@ pub struct GateOutcome {
 /// Gates generation `g`'s `candidate` against `best`. A decision already in the ledger for
 /// this candidate (the process died after writing it) stands and is not played again.
 pub fn gate(
+    backend: &Backend,
     run: &RunDir,
     config: &RunConfig,
     g: u32,
@@ -507,8 +483,8 @@ pub fn gate(
             log(&format!(
                 "generation {g}: gating {candidate} against {best}"
             ));
-            let cand = network_player(run, candidate, gc.simulations)?;
-            let best_player = network_player(run, best, gc.simulations)?;
+            let cand = network_player(backend, run, candidate, gc.simulations)?;
+            let best_player = network_player(backend, run, best, gc.simulations)?;
             let gate_config = GateConfig {
                 games: gc.games,
                 sprt: (gc.sprt_elo1 > gc.sprt_elo0).then_some(SprtConfig {
@@ -563,6 +539,7 @@ fn finite(x: f64) -> Option<f64> {
 /// generation was closed) are not played again, so a resumed generation never records a
 /// rating twice.
 pub fn rate(
+    backend: &Backend,
     run: &RunDir,
     config: &RunConfig,
     g: u32,
@@ -602,7 +579,7 @@ pub fn rate(
             "generation {g}: rating {best} ({sims} simulations) against {opponent} ({} games)",
             rc.games
         ));
-        let network = network_player(run, best, sims)?;
+        let network = network_player(backend, run, best, sims)?;
         let result = yari_arena::run_match(
             network.as_ref(),
             spec.factory()?.as_ref(),

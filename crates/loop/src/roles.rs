@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use yari_model::Backend;
 
 use crate::driver::{open_run, Loop};
 use crate::phases;
@@ -151,6 +152,7 @@ fn save_status(path: &Path, status: &mut WorkerStatus) -> Result<(), LoopError> 
 pub fn run_worker(
     run: &RunDir,
     options: &WorkerOptions,
+    backend: &Backend,
     stop: &AtomicBool,
     log: Log,
 ) -> Result<WorkerStatus, LoopError> {
@@ -237,7 +239,7 @@ pub fn run_worker(
         let state = run.require_state()?;
         let best = state.best;
         if loaded.as_ref().is_none_or(|(name, _)| *name != best) {
-            match phases::load_network(run, &best) {
+            match phases::load_network(backend, run, &best) {
                 Ok(ev) => {
                     log(&format!("worker {id}: playing with {best}"));
                     loaded = Some((best.clone(), ev));
@@ -515,7 +517,12 @@ impl GameSource for Intake {
 /// `yari learn --init`: creates the run directory (config and generation 0) so that workers
 /// started next find a network at once. A directory that already has a state (a learner may be
 /// running on it) is left alone.
-pub fn init_run(config_path: Option<&Path>, root: &Path, log: Log) -> Result<(), LoopError> {
+pub fn init_run(
+    config_path: Option<&Path>,
+    root: &Path,
+    backend: &Backend,
+    log: Log,
+) -> Result<(), LoopError> {
     let run = RunDir::new(root);
     if run.paths().state_file().exists() {
         log(&format!(
@@ -524,7 +531,7 @@ pub fn init_run(config_path: Option<&Path>, root: &Path, log: Log) -> Result<(),
         ));
         return Ok(());
     }
-    open_run(config_path, Some(root), "yari learn --init", log)?;
+    open_run(config_path, Some(root), "yari learn --init", backend, log)?;
     log(&format!(
         "run directory {} ready for workers",
         root.display()
@@ -538,9 +545,10 @@ pub fn open_learner(
     config_path: Option<&Path>,
     root: &Path,
     poll: Duration,
+    backend: &Backend,
     log: Log,
 ) -> Result<Loop, LoopError> {
-    let run = open_run(config_path, Some(root), "yari learn", log)?;
+    let run = open_run(config_path, Some(root), "yari learn", backend, log)?;
     let intake = Intake::new(run.dir(), poll);
     Ok(run.with_source(Box::new(intake)))
 }

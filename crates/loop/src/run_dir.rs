@@ -257,6 +257,11 @@ pub struct GenerationSummary {
     /// Under `yari learn`: games of the generation from each worker, by worker id.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub workers: std::collections::BTreeMap<String, u64>,
+    /// The backends the process that finished the generation computed on: its device and
+    /// the arithmetic of inference and training (`None` in summaries written before it was
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backends: Option<yari_model::BackendRecord>,
 }
 
 /// A run directory.
@@ -438,13 +443,12 @@ impl RunDir {
     }
 }
 
-/// This machine's name: the kernel's (Linux), else /etc/hostname, else $HOSTNAME, which a
-/// shell sets but seldom exports (so a process started by a scheduler rarely sees it).
+/// This machine's name: the kernel's (Linux), else /etc/hostname. Not $HOSTNAME, which a
+/// shell sets but seldom exports (a process started by a scheduler rarely sees it).
 pub fn host_name() -> Option<String> {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
         .iter()
         .find_map(|f| std::fs::read_to_string(f).ok())
-        .or_else(|| std::env::var("HOSTNAME").ok())
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
 }

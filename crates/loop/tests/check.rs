@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use yari_model::Backend;
 
 use yari_loop::{check_run, Loop, Phase, RunConfig, RunDir, Severity};
 
@@ -12,7 +13,7 @@ fn finished_generation(root: &Path) -> RunDir {
     let config = RunConfig::load(Some(&path)).unwrap();
     std::fs::create_dir_all(root).unwrap();
     std::fs::copy(&path, root.join("config.toml")).unwrap();
-    let mut run = Loop::open(RunDir::new(root), config, quiet).unwrap();
+    let mut run = Loop::open(RunDir::new(root), config, Backend::cpu(), quiet).unwrap();
     while run.state().generation == 1 {
         run.step().unwrap();
     }

@@ -1,6 +1,7 @@
 //! The loop's phases run without the binary, each resumed the way a kill would leave it.
 
 use std::path::Path;
+use yari_model::Backend;
 
 use yari_loop::{check_run, phases, Loop, LoopError, Phase, PlayerKey, RunConfig, RunDir};
 
@@ -13,7 +14,7 @@ fn smoke() -> RunConfig {
 
 /// A new smoke run in `root`, stepped until the state's phase is `until` in generation 1.
 fn run_until(root: &Path, config: &RunConfig, until: Phase) -> Loop {
-    let mut run = Loop::open(RunDir::new(root), config.clone(), quiet).unwrap();
+    let mut run = Loop::open(RunDir::new(root), config.clone(), Backend::cpu(), quiet).unwrap();
     while run.state().phase != until {
         run.step().unwrap();
     }
@@ -30,7 +31,13 @@ fn lines(path: &Path) -> usize {
 fn each_phase_moves_the_state_on_and_a_generation_closes() {
     let tmp = tempfile::tempdir().unwrap();
     let config = smoke();
-    let mut run = Loop::open(RunDir::new(tmp.path()), config.clone(), quiet).unwrap();
+    let mut run = Loop::open(
+        RunDir::new(tmp.path()),
+        config.clone(),
+        Backend::cpu(),
+        quiet,
+    )
+    .unwrap();
     let dir = run.dir().clone();
     assert_eq!(dir.require_state().unwrap().phase, Phase::Selfplay);
     assert_eq!(run.step().unwrap(), Phase::Selfplay);
@@ -97,8 +104,9 @@ fn a_resumed_generation_reports_the_losses_of_all_its_steps() {
     let half = target / 2;
     assert!(half > 0);
     // The killed session's steps, then the resumed session's.
-    phases::train(&dir, &config, 1, &best, half, 0.0, quiet).unwrap();
-    let resumed = phases::train(&dir, &config, 1, &best, target, 0.0, quiet).unwrap();
+    phases::train(&Backend::cpu(), &dir, &config, 1, &best, half, 0.0, quiet).unwrap();
+    let resumed =
+        phases::train(&Backend::cpu(), &dir, &config, 1, &best, target, 0.0, quiet).unwrap();
     let metrics = yari_train::read_metrics(&dir.paths().metrics_file()).unwrap();
     let steps: Vec<u64> = metrics.iter().map(|m| m.step).collect();
     assert_eq!(steps, (1..=target).collect::<Vec<_>>());
@@ -127,7 +135,13 @@ fn a_window_short_of_min_positions_plays_more_games() {
         log.push_str(line);
         log.push('\n');
     }
-    let mut run = Loop::open(RunDir::new(tmp.path()), config.clone(), record_min).unwrap();
+    let mut run = Loop::open(
+        RunDir::new(tmp.path()),
+        config.clone(),
+        Backend::cpu(),
+        record_min,
+    )
+    .unwrap();
     let dir = run.dir().clone();
     let games = || phases::count_games(&dir.paths().generation_games_dir(1)).unwrap();
     assert_eq!(run.step().unwrap(), Phase::Selfplay);
@@ -143,7 +157,7 @@ fn a_window_short_of_min_positions_plays_more_games() {
     );
     // A resumed run keeps the larger target and plays only the games still missing.
     drop(run);
-    let mut resumed = Loop::open(RunDir::new(tmp.path()), config, quiet).unwrap();
+    let mut resumed = Loop::open(RunDir::new(tmp.path()), config, Backend::cpu(), quiet).unwrap();
     assert_eq!(resumed.step().unwrap(), Phase::Selfplay);
     assert_eq!(games(), 2 * per_generation);
     assert_eq!(resumed.step().unwrap(), Phase::Train);
@@ -163,10 +177,16 @@ fn a_rating_phase_resumed_after_a_kill_records_each_rating_once() {
     let dir = run.dir().clone();
     let best = run.state().best.clone();
     // The rating phase runs, then the process dies before the state is saved.
-    phases::rate(&dir, &config, 1, &best, quiet).unwrap();
+    phases::rate(&Backend::cpu(), &dir, &config, 1, &best, quiet).unwrap();
     drop(run);
     assert_eq!(lines(&dir.paths().ratings_file()), 2);
-    let mut resumed = Loop::open(RunDir::new(tmp.path()), config.clone(), quiet).unwrap();
+    let mut resumed = Loop::open(
+        RunDir::new(tmp.path()),
+        config.clone(),
+        Backend::cpu(),
+        quiet,
+    )
+    .unwrap();
     assert_eq!(resumed.state().phase, Phase::Rate);
     resumed.step().unwrap();
     assert_eq!(
@@ -194,7 +214,8 @@ fn the_gate_is_not_replayed_when_the_run_dir_is_spelled_differently() {
     dir.save_state(&state_before_gate).unwrap();
     drop(run);
     let spelled = tmp.path().join(".").join("x");
-    let mut resumed = Loop::open(RunDir::new(&spelled), config.clone(), quiet).unwrap();
+    let mut resumed =
+        Loop::open(RunDir::new(&spelled), config.clone(), Backend::cpu(), quiet).unwrap();
     assert_eq!(resumed.step().unwrap(), Phase::Gate);
     assert_eq!(lines(&dir.paths().ledger_file()), 1, "the decision stands");
     let ledger = yari_arena::read_ledger(&dir.paths().ledger_file()).unwrap();
@@ -211,7 +232,7 @@ fn a_run_whose_trainer_state_was_deleted_says_so() {
     let run = run_until(tmp.path(), &config, Phase::Gate);
     drop(run);
     std::fs::remove_dir_all(tmp.path().join("train")).unwrap();
-    let err = Loop::open(RunDir::new(tmp.path()), config, quiet)
+    let err = Loop::open(RunDir::new(tmp.path()), config, Backend::cpu(), quiet)
         .err()
         .expect("refused");
     assert!(matches!(err, LoopError::MissingTrainer { .. }), "{err}");
@@ -229,7 +250,7 @@ fn a_run_without_its_state_is_refused_not_restarted() {
     let model = tmp.path().join("models/gen-0000.yari");
     let before = std::fs::read(&model).unwrap();
     std::fs::remove_file(tmp.path().join("state.json")).unwrap();
-    let err = Loop::open(RunDir::new(tmp.path()), config, quiet)
+    let err = Loop::open(RunDir::new(tmp.path()), config, Backend::cpu(), quiet)
         .err()
         .expect("refused")
         .to_string();
@@ -266,7 +287,7 @@ fn a_damaged_best_network_falls_back_to_the_last_good_one() {
         .findings
         .iter()
         .any(|f| f.path == best && f.what.contains("checksum")));
-    let run = Loop::open(RunDir::new(tmp.path()), config, quiet).unwrap();
+    let run = Loop::open(RunDir::new(tmp.path()), config, Backend::cpu(), quiet).unwrap();
     assert_eq!(run.state().best, "models/gen-0000.yari");
     assert_eq!(dir.require_state().unwrap().best, "models/gen-0000.yari");
     assert_eq!(
@@ -280,7 +301,7 @@ fn a_damaged_best_network_falls_back_to_the_last_good_one() {
 fn a_corrupt_state_file_stops_the_run_with_the_file_named() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("state.json"), b"{\"generation\": ").unwrap();
-    let err = Loop::open(RunDir::new(tmp.path()), smoke(), quiet)
+    let err = Loop::open(RunDir::new(tmp.path()), smoke(), Backend::cpu(), quiet)
         .err()
         .expect("refused")
         .to_string();
@@ -315,12 +336,12 @@ fn outside_rungs_are_rated_when_their_engine_starts_and_skipped_once_otherwise()
     let run = run_until(tmp.path(), &config, Phase::Rate);
     let dir = run.dir().clone();
     let best = run.state().best.clone();
-    let rated = phases::rate(&dir, &config, 1, &best, record).unwrap();
+    let rated = phases::rate(&Backend::cpu(), &dir, &config, 1, &best, record).unwrap();
     let opponents: Vec<&str> = rated.iter().map(|r| r.opponent.as_str()).collect();
     assert_eq!(opponents, ["random", "alphabeta:1", fake.as_str()]);
     assert_eq!(rated[2].wins + rated[2].draws + rated[2].losses, 2);
     // The next generation's rating probes no engine again and says nothing more.
-    phases::rate(&dir, &config, 2, &best, record).unwrap();
+    phases::rate(&Backend::cpu(), &dir, &config, 2, &best, record).unwrap();
     let log = RATING_LOG.lock().unwrap();
     let skips: Vec<&String> = log.iter().filter(|l| l.contains("skipped")).collect();
     assert_eq!(skips.len(), 1, "{log:?}");
@@ -353,7 +374,13 @@ fn self_play_runs_at_the_progressive_budget_of_the_run_progress() {
         config.selfplay.full_simulations,
         config.selfplay.cheap_simulations,
     );
-    let mut run = Loop::open(RunDir::new(tmp.path()), config.clone(), record_ramp).unwrap();
+    let mut run = Loop::open(
+        RunDir::new(tmp.path()),
+        config.clone(),
+        Backend::cpu(),
+        record_ramp,
+    )
+    .unwrap();
     assert_eq!(run.progress(), 0.0);
     run.step().unwrap();
     let expect = format!(

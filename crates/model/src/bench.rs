@@ -204,11 +204,7 @@ impl Peaks {
     }
 }
 
-/// Threads burn's CPU backend computes on (its rayon pool: `RAYON_NUM_THREADS` or the cores).
+/// Threads burn's CPU backend computes on: rayon's global pool.
 fn burn_threads() -> usize {
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&n: &usize| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    rayon::current_num_threads()
 }

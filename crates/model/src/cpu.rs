@@ -12,7 +12,7 @@
 //! Two arithmetic paths compute the same function, chosen at run time ([`CpuPath`]): f32
 //! (im2col + the `gemm` crate, any CPU) and, where the CPU has AVX-512 BF16, bf16 weights and
 //! activations with f32 accumulation (the `bf16` module's hand-written `vdpbf16ps` kernel, no im2col).
-//! `YARI_CPU_PATH=f32` forces the fallback. `tests/cpu.rs` bounds how far the two disagree on
+//! `yari --cpu-path f32` (a [`crate::Backend`] choice) forces the fallback. `tests/cpu.rs` bounds how far the two disagree on
 //! the shipped net over the oracle positions.
 //!
 //! The weights come from a burn [`Net`] (checkpoints, training and GPU inference stay burn's);
@@ -40,9 +40,6 @@ pub enum CpuPath {
     Bf16,
 }
 
-/// The environment variable that overrides the detected [`CpuPath`]: `f32`, `bf16` or `auto`.
-pub const CPU_PATH_ENV: &str = "YARI_CPU_PATH";
-
 impl CpuPath {
     /// Whether this CPU runs [`CpuPath::Bf16`].
     pub fn bf16_supported() -> bool {
@@ -61,18 +58,6 @@ impl CpuPath {
             CpuPath::Bf16
         } else {
             CpuPath::F32
-        }
-    }
-
-    /// The path to run: [`CPU_PATH_ENV`] if set (`auto` or empty: detect), else the fastest
-    /// supported. A forced `bf16` on a CPU without it is an error, not a silent fallback.
-    pub fn detect() -> Result<Self, CpuNetError> {
-        match std::env::var(CPU_PATH_ENV) {
-            Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-                "" | "auto" => Ok(Self::best_supported()),
-                other => other.parse(),
-            },
-            Err(_) => Ok(Self::best_supported()),
         }
     }
 
@@ -96,7 +81,7 @@ impl std::str::FromStr for CpuPath {
                 "the bf16 path needs AVX-512 BF16, which this CPU lacks".into(),
             )),
             other => Err(CpuNetError(format!(
-                "{CPU_PATH_ENV}={other:?}: expected f32, bf16 or auto"
+                "unknown CPU path {other:?}: expected f32 or bf16"
             ))),
         }
     }
@@ -403,10 +388,10 @@ impl Dense {
 }
 
 impl CpuNet {
-    /// Folds `net` (whose shape is `config`) into the CPU forward pass, on the path
-    /// [`CpuPath::detect`] picks.
+    /// Folds `net` (whose shape is `config`) into the CPU forward pass, on the fastest path
+    /// this CPU supports.
     pub fn from_net(net: &Net, config: &NetConfig) -> Result<Self, CpuNetError> {
-        Self::from_net_with_path(net, config, CpuPath::detect()?)
+        Self::from_net_with_path(net, config, CpuPath::best_supported())
     }
 
     /// [`CpuNet::from_net`] on a given path (an error if this CPU cannot run it).

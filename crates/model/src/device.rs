@@ -31,29 +31,51 @@ pub enum DeviceError {
     CudaMissing { missing: String, hint: String },
     #[error("the CUDA device failed its first computation: {detail}")]
     CudaFailed { detail: String },
-    #[error("WGPU_BACKEND={value:?}: expected vulkan, metal, dx12, gl or auto")]
+    #[error("unknown graphics API {value:?}: expected vulkan, metal, dx12, gl or auto")]
     UnknownGraphicsApi { value: String },
 }
 
 /// Every backend name [`open_device`] knows, compiled in or not.
 const KNOWN: [&str; 4] = ["flex", "ndarray", "wgpu", "cuda"];
 
+/// Whether `device` (with autodiff or without) computes on one of burn's CPU backends: the
+/// devices where the hand-written forward pass ([`crate::CpuNet`]) and training step
+/// (`crate::cpu::train`) replace burn's.
+pub fn is_cpu(device: &Device) -> bool {
+    let device = device.clone().without_autodiff();
+    #[cfg(feature = "flex")]
+    if device == Device::flex() {
+        return true;
+    }
+    #[cfg(feature = "ndarray")]
+    #[allow(deprecated)]
+    if device == Device::ndarray() {
+        return true;
+    }
+    let _ = device;
+    false
+}
+
 /// The device chosen by [`select_device`], with its description.
 static SELECTED: OnceLock<(Device, String)> = OnceLock::new();
 
 /// The device [`crate::default_device`] returns: the one [`select_device`] chose, else the
-/// default backend of [`default_backend`] (the CPU, unless `BURN_DEVICE` names another).
+/// default backend of [`default_backend`] (a CPU backend in every build that has one).
 pub(crate) fn selected_or_default() -> Device {
     if let Some((device, _)) = SELECTED.get() {
         return device.clone();
     }
-    let name = default_backend();
-    if name == "wgpu" {
-        // Through the checked path, so a later `describe_device` knows the adapter.
-        return open_device(&name).unwrap_or_else(|e| panic!("BURN_DEVICE=wgpu: {e}"));
-    }
-    // A `BURN_DEVICE` this build cannot honour: burn's own default reports it.
-    crate::device_named(&name).unwrap_or_default()
+    crate::device_named(&default_backend()).unwrap_or_default()
+}
+
+/// The one place a library crate reads the environment: variables that belong to other
+/// software (the dynamic loader's `LD_LIBRARY_PATH`, the Vulkan loader's `VK_DRIVER_FILES`),
+/// read only to explain why a device would not open. No choice of yari's is made here: the
+/// binary parses those (`--device`, `--cpu-path`, ... with their environment fallbacks) and
+/// passes them down as a [`crate::Backend`].
+#[cfg_attr(not(feature = "wgpu"), allow(dead_code))]
+fn system_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|s| !s.is_empty())
 }
 
 /// Opens the backend `name` (`flex`, `ndarray`, `wgpu`, `cuda`), checking that it can run.
@@ -61,17 +83,62 @@ pub(crate) fn selected_or_default() -> Device {
 /// For wgpu this acquires the adapter now, so a machine without one gets [`DeviceError::NoAdapter`]
 /// naming the missing piece instead of a panic at the first tensor.
 pub fn open_device(name: &str) -> Result<Device, DeviceError> {
-    open_described(name).map(|(d, _)| d)
+    open_described(name, GraphicsApi::default()).map(|(d, _)| d)
 }
 
-/// Chooses the device of this process: `name`, or when `None` the default backend
-/// (`BURN_DEVICE`, else the CPU: wgpu would as readily open a software device); later
-/// [`crate::default_device`] calls return it. Returns the device and a one-line description
-/// (backend and, for a GPU, the adapter).
+/// Chooses the device of this process: `name`, or when `None` the default backend (the CPU:
+/// wgpu would as readily open a software device); later [`crate::default_device`] calls
+/// return it. Returns the device and a one-line description (backend and, for a GPU, the
+/// adapter).
 pub fn select_device(name: Option<&str>) -> Result<(Device, String), DeviceError> {
+    select_device_on(name, GraphicsApi::default())
+}
+
+/// The graphics API the wgpu backend is pinned to (wgpu's `WGPU_BACKEND` names them; the
+/// binary reads it). Not wgpu's automatic choice on Linux: without a Vulkan driver it falls
+/// back to OpenGL on Mesa's llvmpipe, a software device slower than the CPU path that would
+/// hide the missing driver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GraphicsApi {
+    /// Vulkan on Linux, wgpu's own choice elsewhere.
+    #[default]
+    Platform,
+    /// wgpu's own choice everywhere.
+    Auto,
+    Vulkan,
+    Metal,
+    Dx12,
+    Gl,
+}
+
+impl std::str::FromStr for GraphicsApi {
+    type Err = DeviceError;
+
+    fn from_str(value: &str) -> Result<Self, DeviceError> {
+        Ok(match value.trim().to_ascii_lowercase().as_str() {
+            "" => GraphicsApi::Platform,
+            "auto" => GraphicsApi::Auto,
+            "vulkan" => GraphicsApi::Vulkan,
+            "metal" => GraphicsApi::Metal,
+            "dx12" => GraphicsApi::Dx12,
+            "gl" | "opengl" => GraphicsApi::Gl,
+            _ => {
+                return Err(DeviceError::UnknownGraphicsApi {
+                    value: value.to_string(),
+                })
+            }
+        })
+    }
+}
+
+/// [`select_device`] with the graphics API a wgpu device is opened on.
+pub fn select_device_on(
+    name: Option<&str>,
+    api: GraphicsApi,
+) -> Result<(Device, String), DeviceError> {
     let name = name.map_or_else(default_backend, str::to_string);
     if let Some((device, description)) = SELECTED.get() {
-        let (wanted, _) = open_described(&name)?;
+        let (wanted, _) = open_described(&name, api)?;
         if wanted != *device {
             return Err(DeviceError::AlreadyChosen {
                 chosen: description.clone(),
@@ -80,7 +147,7 @@ pub fn select_device(name: Option<&str>) -> Result<(Device, String), DeviceError
         }
         return Ok((device.clone(), description.clone()));
     }
-    let chosen = open_described(&name)?;
+    let chosen = open_described(&name, api)?;
     Ok(SELECTED.get_or_init(|| chosen).clone())
 }
 
@@ -96,8 +163,8 @@ pub fn describe_device(device: &Device) -> String {
     format!("{device:?}")
 }
 
-/// The backend used when none is asked for, by the names [`open_device`] takes: `BURN_DEVICE`,
-/// else the CPU (flex, then the deprecated ndarray), a GPU backend only in a build without one.
+/// The backend used when none is asked for, by the names [`open_device`] takes: the CPU
+/// (flex, then the deprecated ndarray), a GPU backend only in a build without one.
 ///
 /// burn's own default puts GPU backends first. That is the wrong default here: wgpu opens
 /// Mesa's software device (lavapipe) as readily as a real GPU, and on a machine without one
@@ -105,17 +172,11 @@ pub fn describe_device(device: &Device) -> String {
 /// compiled in, where every test that does not ask for a device must still run on the CPU.
 /// A GPU is used when asked for: `yari --device wgpu`, `YARI_DEVICE`, or `BURN_DEVICE`.
 pub fn default_backend() -> String {
-    default_backend_from(
-        std::env::var("BURN_DEVICE").ok().as_deref(),
-        &crate::available_backends(),
-    )
+    default_backend_from(&crate::available_backends())
 }
 
-/// [`default_backend`] for a `BURN_DEVICE` value and the compiled backends.
-fn default_backend_from(burn_device: Option<&str>, available: &[&str]) -> String {
-    if let Some(name) = burn_device {
-        return name.to_lowercase();
-    }
+/// [`default_backend`] among the compiled backends `available`.
+fn default_backend_from(available: &[&str]) -> String {
     let order = ["flex", "ndarray", "cuda", "wgpu"];
     order
         .iter()
@@ -123,7 +184,7 @@ fn default_backend_from(burn_device: Option<&str>, available: &[&str]) -> String
         .map_or_else(|| "flex".to_string(), |n| n.to_string())
 }
 
-fn open_described(name: &str) -> Result<(Device, String), DeviceError> {
+fn open_described(name: &str, api: GraphicsApi) -> Result<(Device, String), DeviceError> {
     let available = crate::available_backends();
     if !KNOWN.contains(&name) {
         return Err(DeviceError::Unknown {
@@ -139,12 +200,13 @@ fn open_described(name: &str) -> Result<(Device, String), DeviceError> {
     }
     #[cfg(feature = "wgpu")]
     if name == "wgpu" {
-        return wgpu_backend::open();
+        return wgpu_backend::open(api);
     }
     #[cfg(feature = "cuda")]
     if name == "cuda" {
         return cuda_backend::open();
     }
+    let _ = api;
     let device = crate::device_named(name).expect("a compiled backend has a device");
     let description = format!("{name} (burn's CPU backend)");
     Ok((device, description))
@@ -158,7 +220,7 @@ mod wgpu_backend {
     use burn::tensor::wgpu::WgpuBackend;
     use burn::tensor::Device;
 
-    use super::DeviceError;
+    use super::{system_var, DeviceError, GraphicsApi};
 
     /// burn registers a wgpu runtime once per process: the first outcome is the answer.
     static OPENED: OnceLock<Result<(Device, String), (String, String)>> = OnceLock::new();
@@ -167,25 +229,19 @@ mod wgpu_backend {
         OPENED.get().and_then(|r| r.as_ref().ok().cloned())
     }
 
-    /// The graphics API wgpu is pinned to: `WGPU_BACKEND` (wgpu's own variable) if set, else
-    /// Vulkan on Linux and whatever wgpu picks elsewhere. Not wgpu's automatic choice on
-    /// Linux: without a Vulkan driver it falls back to OpenGL on Mesa's llvmpipe, a software
-    /// device slower than the CPU path that would hide the missing driver.
-    fn graphics_api() -> Result<WgpuBackend, DeviceError> {
-        let value = std::env::var("WGPU_BACKEND").unwrap_or_default();
-        Ok(match value.trim().to_ascii_lowercase().as_str() {
-            "" if cfg!(target_os = "linux") => WgpuBackend::Vulkan,
-            "" | "auto" => WgpuBackend::Auto,
-            "vulkan" => WgpuBackend::Vulkan,
-            "metal" => WgpuBackend::Metal,
-            "dx12" => WgpuBackend::Dx12,
-            "gl" | "opengl" => WgpuBackend::Gl,
-            _ => return Err(DeviceError::UnknownGraphicsApi { value }),
-        })
+    fn wgpu_api(api: GraphicsApi) -> WgpuBackend {
+        match api {
+            GraphicsApi::Platform if cfg!(target_os = "linux") => WgpuBackend::Vulkan,
+            GraphicsApi::Platform | GraphicsApi::Auto => WgpuBackend::Auto,
+            GraphicsApi::Vulkan => WgpuBackend::Vulkan,
+            GraphicsApi::Metal => WgpuBackend::Metal,
+            GraphicsApi::Dx12 => WgpuBackend::Dx12,
+            GraphicsApi::Gl => WgpuBackend::Gl,
+        }
     }
 
-    pub(super) fn open() -> Result<(Device, String), DeviceError> {
-        let api = graphics_api()?;
+    pub(super) fn open(api: GraphicsApi) -> Result<(Device, String), DeviceError> {
+        let api = wgpu_api(api);
         OPENED
             .get_or_init(
                 || match Device::wgpu_options().graphics_api(api).init_with_setup() {
@@ -214,7 +270,7 @@ mod wgpu_backend {
         if !cfg!(target_os = "linux") {
             return "Install or update the GPU driver (Vulkan, Metal or DX12).".to_string();
         }
-        let lib_dirs: Vec<String> = std::env::var("LD_LIBRARY_PATH")
+        let lib_dirs: Vec<String> = system_var("LD_LIBRARY_PATH")
             .unwrap_or_default()
             .split(':')
             .filter(|d| !d.is_empty())
@@ -245,12 +301,7 @@ mod wgpu_backend {
         }
         let from_env = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
             .iter()
-            .find_map(|v| {
-                std::env::var(v)
-                    .ok()
-                    .filter(|s| !s.is_empty())
-                    .map(|s| (v, s))
-            });
+            .find_map(|v| system_var(v).map(|s| (v, s)));
         if let Some((var, files)) = from_env {
             return format!(
                 "The Vulkan loader is installed, but {var}={files} limits it to those driver \
@@ -398,14 +449,25 @@ mod cuda_backend {
 
 #[cfg(test)]
 mod tests {
-    use super::default_backend_from;
+    use super::{default_backend_from, GraphicsApi};
 
     #[test]
     fn the_default_is_the_cpu_even_with_a_gpu_backend_compiled_in() {
         let gpu_build = ["flex", "wgpu", "cuda"];
-        assert_eq!(default_backend_from(None, &gpu_build), "flex");
-        assert_eq!(default_backend_from(None, &["ndarray", "wgpu"]), "ndarray");
-        assert_eq!(default_backend_from(None, &["wgpu"]), "wgpu");
-        assert_eq!(default_backend_from(Some("WGPU"), &gpu_build), "wgpu");
+        assert_eq!(default_backend_from(&gpu_build), "flex");
+        assert_eq!(default_backend_from(&["ndarray", "wgpu"]), "ndarray");
+        assert_eq!(default_backend_from(&["wgpu"]), "wgpu");
+    }
+
+    #[test]
+    fn graphics_apis_parse_by_name_and_an_unknown_one_is_refused() {
+        assert_eq!("".parse::<GraphicsApi>().unwrap(), GraphicsApi::Platform);
+        assert_eq!(
+            " Vulkan".parse::<GraphicsApi>().unwrap(),
+            GraphicsApi::Vulkan
+        );
+        assert_eq!("opengl".parse::<GraphicsApi>().unwrap(), GraphicsApi::Gl);
+        let e = "directx".parse::<GraphicsApi>().unwrap_err().to_string();
+        assert!(e.contains("\"directx\"") && e.contains("vulkan"), "{e}");
     }
 }

@@ -10,23 +10,40 @@ use yari_rules::encoding::{encode_batch, index_of, FILES, INPUT_PLANES, POLICY_S
 use yari_rules::{Move, Position};
 
 use crate::checkpoint::{Checkpoint, CheckpointError};
-use crate::cpu::CpuNet;
+use crate::cpu::{CpuNet, CpuNetError, CpuPath};
+use crate::device::is_cpu;
 use crate::net::{Net, NetConfig};
 use yari_search::{Evaluation, Evaluator};
 
-/// Evaluates with a [`Net`] on any burn device.
-///
-/// On a CPU device the forward pass is [`CpuNet`]'s (the same function, about twice as fast
-/// as burn's CPU backend on the small nets self-play uses); GPU devices run burn's, and calls
-/// made at the same time from several threads (the arena's games, one per thread, each asking
-/// for one position) are merged into one forward pass, since a GPU pays per call, not per
-/// position.
+/// The network behind search's evaluation interface, as [`NetEvaluator::build`] (the one
+/// factory; [`crate::Backend::evaluator`] calls it with the process's choices) makes it for a
+/// device: the CPU forward pass on a CPU device, burn's on any other.
 #[derive(Debug)]
-pub struct NetEvaluator {
+pub enum NetEvaluator {
+    /// [`CpuNet`]'s forward pass (the same function, faster than burn's CPU backend on the
+    /// small nets self-play uses: `docs/experiments.md`).
+    Cpu(Box<CpuEvaluator>),
+    /// burn's forward pass on its device.
+    Burn(Box<BurnEvaluator>),
+}
+
+/// Evaluates with [`CpuNet`], the hand-written CPU forward pass.
+#[derive(Debug)]
+pub struct CpuEvaluator {
+    /// Kept for export and inspection; evaluations never touch it.
+    net: Net,
+    config: NetConfig,
+    cpu: CpuNet,
+}
+
+/// Evaluates with burn's forward pass on any burn device. On a GPU, calls made at the same
+/// time from several threads (the arena's games, one per thread, each asking for one
+/// position) are merged into one forward pass, since a GPU pays per call, not per position.
+#[derive(Debug)]
+pub struct BurnEvaluator {
     net: Net,
     config: NetConfig,
     device: Device,
-    cpu: Option<CpuNet>,
     coalescer: Option<Coalescer>,
 }
 
@@ -126,109 +143,46 @@ impl Coalescer {
     }
 }
 
-/// Whether `device` computes on the CPU, where [`CpuNet`] replaces burn's forward pass.
-pub fn is_cpu(device: &Device) -> bool {
-    #[cfg(feature = "flex")]
-    if *device == Device::flex() {
-        return true;
-    }
-    #[cfg(feature = "ndarray")]
-    #[allow(deprecated)]
-    if *device == Device::ndarray() {
-        return true;
-    }
-    let _ = device;
-    false
+/// Panics if `config` does not fit this build's encoding (input planes or policy size), since
+/// every evaluation would then misread the net's output.
+fn assert_fits_encoding(config: &NetConfig) {
+    assert_eq!(config.input_planes, INPUT_PLANES, "net input planes");
+    assert_eq!(config.policy_size(), POLICY_SIZE, "net policy size");
 }
 
-impl NetEvaluator {
+impl CpuEvaluator {
+    /// Folds `net` (whose shape is `config`) into the CPU forward pass on `path`. Errors: a
+    /// path this CPU cannot run, or a net that does not have `config`'s shape.
+    ///
+    /// # Panics
+    ///
+    /// If `config` does not fit this build's encoding.
+    pub fn new(net: Net, config: NetConfig, path: CpuPath) -> Result<Self, CpuNetError> {
+        assert_fits_encoding(&config);
+        let cpu = CpuNet::from_net_with_path(&net, &config, path)?;
+        Ok(Self { net, config, cpu })
+    }
+}
+
+impl BurnEvaluator {
     /// Wraps a net already on `device`.
     ///
     /// # Panics
     ///
-    /// If `config` does not fit this build's encoding (input planes or policy size), since
-    /// every evaluation would then misread the net's output.
+    /// If `config` does not fit this build's encoding.
     pub fn new(net: Net, config: NetConfig, device: Device) -> Self {
-        assert_eq!(config.input_planes, INPUT_PLANES, "net input planes");
-        assert_eq!(config.policy_size(), POLICY_SIZE, "net policy size");
-        // A net that cannot be folded (never seen: it would need a weight of the wrong size)
-        // still evaluates, through burn.
-        let cpu = if is_cpu(&device) {
-            // A bad YARI_CPU_PATH says so rather than silently changing the forward pass.
-            CpuNet::from_net(&net, &config)
-                .map_err(|e| eprintln!("warning: {e}; evaluating with burn's forward pass"))
-                .ok()
-        } else {
-            None
-        };
+        assert_fits_encoding(&config);
         let coalescer = (!is_cpu(&device)).then(Coalescer::default);
         Self {
             net,
             config,
             device,
-            cpu,
             coalescer,
         }
     }
 
-    /// Runs burn's forward pass even on a CPU device (for benchmarks and tests comparing the two).
-    pub fn with_burn_forward(mut self) -> Self {
-        self.cpu = None;
-        self
-    }
-
-    /// Whether evaluations go through [`CpuNet`] rather than burn.
-    pub fn uses_cpu_forward(&self) -> bool {
-        self.cpu.is_some()
-    }
-
-    /// The arithmetic of the [`CpuNet`] forward pass, if evaluations use it.
-    pub fn cpu_path(&self) -> Option<crate::cpu::CpuPath> {
-        self.cpu.as_ref().map(CpuNet::path)
-    }
-
-    /// Loads a checkpoint of any architecture onto `device`.
-    pub fn from_checkpoint(
-        path: impl AsRef<Path>,
-        device: Device,
-    ) -> Result<Self, CheckpointError> {
-        let ckpt = Checkpoint::read(path)?;
-        let config = ckpt.meta.config;
-        let net = ckpt.into_net_any(&device)?;
-        Ok(Self::new(net, config, device))
-    }
-
-    /// The wrapped net.
-    pub fn net(&self) -> &Net {
-        &self.net
-    }
-
-    /// The net's architecture.
-    pub fn config(&self) -> &NetConfig {
-        &self.config
-    }
-
-    /// The device the net runs on.
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-
-    /// Raw network outputs for a batch: policy logits (`n * POLICY_SIZE`, row-major) and
-    /// WDL logits (`n * 3`). Exposed so tests and tools can look past the legal-move mask.
-    pub fn logits(&self, positions: &[&Position]) -> (Vec<f32>, Vec<f32>) {
-        let n = positions.len();
-        let input = encode_batch(positions);
-        if let Some(cpu) = &self.cpu {
-            return cpu.forward(&input, n);
-        }
-        match &self.coalescer {
-            Some(c) => c.run(input, n, |x, n| self.burn_forward(x, n)),
-            None => self.burn_forward(input, n),
-        }
-    }
-
     /// burn's forward pass of `n` encoded positions on the device.
-    fn burn_forward(&self, input: Vec<f32>, n: usize) -> (Vec<f32>, Vec<f32>) {
+    fn forward(&self, input: Vec<f32>, n: usize) -> (Vec<f32>, Vec<f32>) {
         let x = Tensor::<4>::from_data(
             TensorData::new(input, [n, INPUT_PLANES, RANKS, FILES]),
             &self.device,
@@ -252,6 +206,103 @@ impl NetEvaluator {
     }
 }
 
+impl NetEvaluator {
+    /// The factory: `net` (already on `device`) behind the CPU forward pass at `cpu_path` when
+    /// `device` is a CPU device, behind burn's forward pass otherwise. A net the CPU path
+    /// cannot take (never seen: it would need a weight of the wrong size) evaluates through
+    /// burn; [`NetEvaluator::cpu_path`] then says `None`.
+    ///
+    /// # Panics
+    ///
+    /// If `config` does not fit this build's encoding (input planes or policy size).
+    pub fn build(net: Net, config: NetConfig, device: Device, cpu_path: CpuPath) -> Self {
+        if is_cpu(&device) {
+            if let Ok(cpu) = CpuNet::from_net_with_path(&net, &config, cpu_path) {
+                assert_fits_encoding(&config);
+                return NetEvaluator::Cpu(Box::new(CpuEvaluator { net, config, cpu }));
+            }
+        }
+        NetEvaluator::Burn(Box::new(BurnEvaluator::new(net, config, device)))
+    }
+
+    /// [`NetEvaluator::build`] on the fastest CPU path this CPU supports (what a process
+    /// that was not told otherwise runs).
+    pub fn new(net: Net, config: NetConfig, device: Device) -> Self {
+        Self::build(net, config, device, CpuPath::best_supported())
+    }
+
+    /// Loads a checkpoint of any architecture onto `device` ([`NetEvaluator::new`]).
+    pub fn from_checkpoint(
+        path: impl AsRef<Path>,
+        device: Device,
+    ) -> Result<Self, CheckpointError> {
+        Self::load(path, device, CpuPath::best_supported())
+    }
+
+    /// Loads a checkpoint of any architecture onto `device` ([`NetEvaluator::build`]).
+    pub fn load(
+        path: impl AsRef<Path>,
+        device: Device,
+        cpu_path: CpuPath,
+    ) -> Result<Self, CheckpointError> {
+        let ckpt = Checkpoint::read(path)?;
+        let config = ckpt.meta.config;
+        let net = ckpt.into_net_any(&device)?;
+        Ok(Self::build(net, config, device, cpu_path))
+    }
+
+    /// Whether evaluations go through [`CpuNet`] rather than burn.
+    pub fn uses_cpu_forward(&self) -> bool {
+        matches!(self, NetEvaluator::Cpu(_))
+    }
+
+    /// The arithmetic of the [`CpuNet`] forward pass, if evaluations use it.
+    pub fn cpu_path(&self) -> Option<CpuPath> {
+        match self {
+            NetEvaluator::Cpu(e) => Some(e.cpu.path()),
+            NetEvaluator::Burn(_) => None,
+        }
+    }
+
+    /// The wrapped net.
+    pub fn net(&self) -> &Net {
+        match self {
+            NetEvaluator::Cpu(e) => &e.net,
+            NetEvaluator::Burn(e) => &e.net,
+        }
+    }
+
+    /// The net's architecture.
+    pub fn config(&self) -> &NetConfig {
+        match self {
+            NetEvaluator::Cpu(e) => &e.config,
+            NetEvaluator::Burn(e) => &e.config,
+        }
+    }
+
+    /// The burn device of a [`NetEvaluator::Burn`]; `None` for the CPU forward pass.
+    pub fn burn_device(&self) -> Option<&Device> {
+        match self {
+            NetEvaluator::Cpu(_) => None,
+            NetEvaluator::Burn(e) => Some(&e.device),
+        }
+    }
+
+    /// Raw network outputs for a batch: policy logits (`n * POLICY_SIZE`, row-major) and
+    /// WDL logits (`n * 3`). Exposed so tests and tools can look past the legal-move mask.
+    pub fn logits(&self, positions: &[&Position]) -> (Vec<f32>, Vec<f32>) {
+        let n = positions.len();
+        let input = encode_batch(positions);
+        match self {
+            NetEvaluator::Cpu(e) => e.cpu.forward(&input, n),
+            NetEvaluator::Burn(e) => match &e.coalescer {
+                Some(c) => c.run(input, n, |x, n| e.forward(x, n)),
+                None => e.forward(input, n),
+            },
+        }
+    }
+}
+
 impl Evaluator for NetEvaluator {
     fn evaluate(&self, positions: &[&Position]) -> Vec<Evaluation> {
         if positions.is_empty() {
@@ -271,7 +322,7 @@ impl Evaluator for NetEvaluator {
         // A GPU's batch of a thousand positions spends milliseconds here (move generation,
         // softmax) on the thread that feeds the device: spread it over the cores. A CPU
         // device's calls are already one per core.
-        if self.cpu.is_none() && positions.len() >= 256 {
+        if !self.uses_cpu_forward() && positions.len() >= 256 {
             positions.par_iter().enumerate().map(evaluation).collect()
         } else {
             positions.iter().enumerate().map(evaluation).collect()

@@ -33,6 +33,7 @@
 //! ```
 
 pub mod average;
+pub mod backend;
 pub mod bench;
 pub mod checkpoint;
 pub mod cpu;
@@ -41,16 +42,17 @@ pub mod eval;
 pub mod net;
 pub mod onnx;
 
+pub use backend::{Backend, BackendError, BackendRecord, BackendRequest, TrainPath};
 pub use burn::tensor::Device;
 pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};
 pub use cpu::CpuNet;
-pub use device::{describe_device, open_device, select_device, DeviceError};
-pub use eval::{is_cpu, NetEvaluator};
+pub use device::{describe_device, is_cpu, open_device, select_device, DeviceError};
+pub use eval::{BurnEvaluator, CpuEvaluator, NetEvaluator};
 pub use net::{Net, NetConfig, NetConfigError};
 
 /// The device a plain run should use: the one [`select_device`] chose for this process, else
-/// the backend the `BURN_DEVICE` environment variable names, else the CPU (flex) even in a
-/// build with a GPU backend: a GPU is used when asked for (see [`select_device`]).
+/// the CPU (flex) even in a build with a GPU backend: a GPU is used when asked for (see
+/// [`select_device`]).
 pub fn default_device() -> Device {
     device::selected_or_default()
 }

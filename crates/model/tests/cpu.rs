@@ -4,7 +4,7 @@
 use burn::module::Module;
 use burn::tensor::{Distribution, Tensor};
 use yari_model::cpu::CpuPath;
-use yari_model::{default_device, CpuNet, Net, NetConfig, NetEvaluator};
+use yari_model::{default_device, BurnEvaluator, CpuNet, Net, NetConfig, NetEvaluator};
 use yari_rules::encoding::{encode_batch, FILES, INPUT_PLANES, RANKS};
 use yari_rules::Position;
 
@@ -60,7 +60,7 @@ fn compare(net: Net, config: NetConfig, positions: &[Position]) {
     let refs: Vec<&Position> = positions.iter().collect();
     let cpu = NetEvaluator::new(net.clone(), config, device.clone());
     assert!(cpu.uses_cpu_forward(), "the default device is a CPU one");
-    let burn = NetEvaluator::new(net.clone(), config, device).with_burn_forward();
+    let burn = NetEvaluator::Burn(Box::new(BurnEvaluator::new(net.clone(), config, device)));
     assert!(!burn.uses_cpu_forward());
     let (bp, bw) = burn.logits(&refs);
     let input = encode_batch(&refs);

@@ -15,7 +15,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 use yari_model::checkpoint::{self, CheckpointMeta};
 use yari_model::cpu::{CpuNet, CpuPath};
-use yari_model::{open_device, Checkpoint, Net, NetConfig, NetEvaluator};
+use yari_model::{open_device, BurnEvaluator, Checkpoint, Net, NetConfig, NetEvaluator};
 use yari_rules::encoding::{encode_batch, FILES, INPUT_PLANES, POLICY_SIZE, RANKS};
 use yari_rules::Position;
 
@@ -97,8 +97,11 @@ fn compare_forward(net: &Net, config: NetConfig, positions: &[Position]) -> Resu
     // own, in tests/cpu.rs, with a tolerance of its own.
     let cpu_net = CpuNet::from_net_with_path(&net.clone().to_device(&cpu()), &config, CpuPath::F32)
         .expect("the f32 path runs on any CPU");
-    let cpu_burn =
-        NetEvaluator::new(net.clone().to_device(&cpu()), config, cpu()).with_burn_forward();
+    let cpu_burn = NetEvaluator::Burn(Box::new(BurnEvaluator::new(
+        net.clone().to_device(&cpu()),
+        config,
+        cpu(),
+    )));
     let (gp, gw) = on_gpu.logits(&refs);
     let mut worst = 0.0f32;
     for name in ["CpuNet f32", "flex"] {
@@ -364,7 +367,11 @@ fn a_checkpoint_written_on_one_device_loads_on_the_other() {
         let written = net.clone().to_device(&from);
         checkpoint::save(&path, &written, &CheckpointMeta::new(config)).unwrap();
         let loaded = NetEvaluator::from_checkpoint(&path, to.clone()).unwrap();
-        assert_eq!(loaded.device(), &to);
+        if to == cpu() {
+            assert!(loaded.uses_cpu_forward());
+        } else {
+            assert_eq!(loaded.burn_device(), Some(&to));
+        }
         let (ap, aw) = loaded.logits(&r);
         let (bp, bw) = NetEvaluator::new(written, config, from.clone()).logits(&r);
         close(&ap, &bp, "policy").unwrap();

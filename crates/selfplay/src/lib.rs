@@ -39,8 +39,8 @@ pub mod record;
 
 pub use config::SelfplayConfig;
 pub use pool::{
-    bench_selfplay, run_selfplay, run_selfplay_until, RunOptions, SelfplayBench, SelfplayError,
-    SelfplayStats,
+    bench_selfplay, play_into_shards, run_selfplay, run_selfplay_until, RunOptions, SelfplayBench,
+    SelfplayError, SelfplayStats, ShardedRun,
 };
 pub use record::{
     list_shards, read_shard, remove_stale_temp_files, write_shard, GameEnd, GameRecord, GameResult,

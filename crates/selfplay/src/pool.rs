@@ -26,7 +26,7 @@ use yari_search::{
 };
 
 use crate::config::SelfplayConfig;
-use crate::record::{GameEnd, GameRecord, GameResult, RecordError, Sample};
+use crate::record::{GameEnd, GameRecord, GameResult, RecordError, Sample, ShardWriter};
 
 /// Why a self-play run stopped early.
 #[derive(Debug, Error)]
@@ -396,6 +396,35 @@ pub fn run_selfplay(
         &AtomicBool::new(false),
         sink,
     )
+}
+
+/// What [`play_into_shards`] played and wrote.
+#[derive(Clone, Debug, Default)]
+pub struct ShardedRun {
+    /// The run's totals: every game counted in them is in a shard.
+    pub stats: SelfplayStats,
+    /// The shards written, in order.
+    pub shards: Vec<std::path::PathBuf>,
+}
+
+/// Plays `games` games into `writer`'s shards, stopping early once `stop` is raised (the
+/// finished games are written, the ones in flight dropped): the one self-play routine of
+/// `yari selfplay`, of a generation of `yari run` and of a worker's batch.
+pub fn play_into_shards(
+    evaluator: &dyn Evaluator,
+    config: &SelfplayConfig,
+    games: usize,
+    mut writer: ShardWriter,
+    options: RunOptions,
+    stop: &AtomicBool,
+) -> Result<ShardedRun, SelfplayError> {
+    let stats = run_selfplay_until(evaluator, config, games, options, stop, |game| {
+        writer.push(game)
+    })?;
+    Ok(ShardedRun {
+        stats,
+        shards: writer.finish()?,
+    })
 }
 
 /// [`run_selfplay`] that also stops once `stop` is raised (a signal handler sets it): the

@@ -1,78 +1,18 @@
-//! Training throughput measurement and synthetic game records.
+//! Training throughput measurement.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::seq::IndexedRandom;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use yari_model::NetConfig;
-use yari_rules::{Position, START_FEN};
-use yari_selfplay::{GameEnd, GameRecord, GameResult, Sample};
+
+use yari_model::Backend;
 
 use crate::config::TrainConfig;
 use crate::error::TrainError;
-use crate::trainer::{training_device, Stepper, TrainPath};
+use crate::synthetic::random_games;
+use crate::trainer::{Stepper, TrainPath};
 use crate::window::{Prefetcher, WindowSnapshot};
-
-/// Games of uniformly random legal moves, every position a sample whose target puts half its
-/// mass on the move played and spreads the rest over the other legal moves (a stand-in for a
-/// search's visit distribution). For benchmarks and tests: realistic shapes without search.
-pub fn random_games(games: usize, max_plies: usize, seed: u64) -> Vec<GameRecord> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..games)
-        .map(|game_id| {
-            let mut pos = Position::startpos();
-            let mut moves = Vec::new();
-            let mut samples = Vec::new();
-            let outcome = loop {
-                if let Some(o) = pos.outcome_with_ply_cap(Some(max_plies)) {
-                    break o;
-                }
-                let legal = pos.legal_moves();
-                let legal: Vec<_> = legal.iter().copied().collect();
-                let mv = *legal
-                    .choose(&mut rng)
-                    .expect("a game goes on only with legal moves");
-                let rest = if legal.len() > 1 {
-                    0.5 / (legal.len() - 1) as f32
-                } else {
-                    0.0
-                };
-                let policy = legal
-                    .iter()
-                    .map(|&m| {
-                        let p = if m == mv {
-                            1.0 - rest * (legal.len() - 1) as f32
-                        } else {
-                            rest
-                        };
-                        (m.to_u16(), p)
-                    })
-                    .collect();
-                samples.push(Sample {
-                    ply: moves.len() as u32,
-                    root_value: rng.random_range(-1.0..1.0),
-                    surprise: 0.0,
-                    policy,
-                });
-                moves.push(mv.to_u16());
-                pos.play(mv);
-            };
-            GameRecord {
-                game_id: game_id as u64,
-                start_fen: START_FEN.to_string(),
-                moves,
-                samples,
-                result: GameResult::from_winner(outcome.winner),
-                end: GameEnd::from(outcome.reason),
-                resignation_disabled: false,
-                would_resign: None,
-            }
-        })
-        .collect()
-}
 
 /// Result of [`bench_train`].
 #[derive(Clone, Debug, Serialize)]
@@ -92,8 +32,8 @@ pub struct TrainBench {
     pub device: String,
     /// The arithmetic of the step: f32 on both paths.
     pub path: &'static str,
-    /// How the gradients were computed: `burn` (autodiff) or `cpu` (the hand-written pass);
-    /// [`crate::TRAIN_PATH_ENV`] chooses.
+    /// How the gradients were computed: `burn` (autodiff) or `cpu` (the hand-written pass),
+    /// as the backend says.
     pub train_path: TrainPath,
     /// Achieved GFLOP/s, counting a step as 3 forward passes per sample (forward, and the
     /// backward pass's two products per layer: gradients of inputs and of weights).
@@ -111,13 +51,18 @@ pub struct TrainBench {
 }
 
 /// Times training steps of `config`'s net and batch size on the training device, on batches
-/// from random games, for at least `min_time` (and 3 steps) after 2 warm-up steps.
-pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBench, TrainError> {
+/// from random games, for at least `min_time` (and 3 steps) after 2 warm-up steps, on
+/// `backend`'s device and training path.
+pub fn bench_train(
+    config: &TrainConfig,
+    backend: &Backend,
+    min_time: Duration,
+) -> Result<TrainBench, TrainError> {
     config.validate()?;
-    let device = training_device();
+    let device = backend.device().clone().autodiff();
     device.seed(config.seed);
     let net = config.net.init(&device);
-    let train_path = TrainPath::detect(&device)?;
+    let train_path = backend.train_path();
     let mut stepper = Stepper::new(config.clone(), device.clone(), net, train_path);
     let window = Arc::new(WindowSnapshot::from_games(random_games(
         48,
@@ -139,11 +84,8 @@ pub fn bench_train(config: &TrainConfig, min_time: Duration) -> Result<TrainBenc
     let samples_per_s = (steps as usize * config.batch_size) as f64 / secs;
     let gflops = samples_per_s * 3.0 * config.net.flops_per_position() as f64 / 1e9;
     // burn's 2048^3 matmul uses every thread; its figure is the whole machine's peak.
-    let machine_peak = yari_model::bench::matmul_peak_gflops(
-        &yari_model::default_device(),
-        2048,
-        Duration::from_secs(2),
-    );
+    let machine_peak =
+        yari_model::bench::matmul_peak_gflops(backend.device(), 2048, Duration::from_secs(2));
     let threads = rayon::current_num_threads();
     let fma = yari_model::bench::fma_f32_peak_gflops(Duration::from_secs(1));
     Ok(TrainBench {

@@ -42,14 +42,15 @@ pub mod config;
 mod error;
 pub mod metrics;
 pub mod plot;
+mod synthetic;
 mod trainer;
 pub mod window;
 
-pub use bench::{bench_train, random_games, TrainBench};
+pub use bench::{bench_train, TrainBench};
 pub use config::{LrConfig, LrScheduleKind, OptimizerKind, TrainConfig, WindowConfig};
 pub use error::TrainError;
 pub use metrics::{read_metrics, StepMetrics, METRICS_FILE};
+pub use synthetic::random_games;
 pub use trainer::{
     training_device, TrainPath, TrainState, TrainSummary, Trainer, STATE_FILE, TRAIN_DIR,
-    TRAIN_PATH_ENV,
 };

@@ -28,7 +28,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use yari_model::checkpoint::{self, Checkpoint, CheckpointMeta};
 use yari_model::cpu::train::{loss_and_grads, TrainBatch};
-use yari_model::{Net, NetConfig};
+use yari_model::{Backend, Net, NetConfig};
 use yari_rules::encoding::{FILES, INPUT_PLANES, POLICY_SIZE, RANKS};
 
 use crate::config::{OptimizerKind, TrainConfig};
@@ -44,59 +44,7 @@ pub const STATE_FILE: &str = yari_io::layout::TRAIN_STATE_FILE;
 pub const SHARD_INDEX_FILE: &str = yari_io::layout::SHARD_INDEX_FILE;
 const STATE_FORMAT: u32 = 1;
 
-/// The environment variable that chooses how a training step computes its gradients:
-/// `burn`, `cpu` or `auto` (the default: `cpu` on a CPU device, `burn` elsewhere).
-pub const TRAIN_PATH_ENV: &str = "YARI_TRAIN_PATH";
-
-/// How a training step computes the losses and gradients; the optimizer, its state, the
-/// checkpoints and everything else are burn's either way, so a run may switch between them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TrainPath {
-    /// burn's autodiff on the training device (any backend, GPUs included).
-    Burn,
-    /// The hand-written forward and backward pass of `yari_model::cpu::train`: CPU devices
-    /// only (its speed against burn's: `docs/experiments.md`).
-    Cpu,
-}
-
-impl TrainPath {
-    /// The path for `device`: [`TRAIN_PATH_ENV`] if set, else [`TrainPath::Cpu`] on a CPU
-    /// device and [`TrainPath::Burn`] elsewhere. A forced `cpu` on a GPU device is an error,
-    /// not a silent fallback.
-    pub fn detect(device: &Device) -> Result<Self, TrainError> {
-        let cpu = yari_model::cpu::train::supports(device);
-        let auto = if cpu { TrainPath::Cpu } else { TrainPath::Burn };
-        let value = std::env::var(TRAIN_PATH_ENV).unwrap_or_default();
-        match value.trim().to_ascii_lowercase().as_str() {
-            "" | "auto" => Ok(auto),
-            "burn" => Ok(TrainPath::Burn),
-            "cpu" => Self::Cpu.check(device),
-            other => Err(TrainError::Config(format!(
-                "{TRAIN_PATH_ENV}={other:?}: expected burn, cpu or auto"
-            ))),
-        }
-    }
-
-    /// `self` if `device` can run it.
-    pub fn check(self, device: &Device) -> Result<Self, TrainError> {
-        if self == TrainPath::Cpu && !yari_model::cpu::train::supports(device) {
-            return Err(TrainError::Config(format!(
-                "the cpu training path needs a CPU device, the training device is {}",
-                yari_model::describe_device(device)
-            )));
-        }
-        Ok(self)
-    }
-
-    /// `"burn"` or `"cpu"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            TrainPath::Burn => "burn",
-            TrainPath::Cpu => "cpu",
-        }
-    }
-}
+pub use yari_model::TrainPath;
 
 /// The resumable state pointer, `RUN_DIR/train/state.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -476,10 +424,24 @@ pub fn training_device() -> Device {
 }
 
 impl Trainer {
-    /// Opens the trainer of the run in `run_dir`: resumes from `train/state.json` when it
-    /// exists, else starts from freshly initialised weights (seeded by `config.seed`).
+    /// Opens the trainer of the run in `run_dir` on the process's device
+    /// ([`training_device`]) with that device's default [`TrainPath`]: resumes from
+    /// `train/state.json` when it exists, else starts from freshly initialised weights
+    /// (seeded by `config.seed`).
     pub fn open(run_dir: &Path, config: TrainConfig) -> Result<Self, TrainError> {
         Self::open_with(run_dir, config, None)
+    }
+
+    /// Like [`Trainer::open_with`], on `backend`'s device and training path (the binary's
+    /// choice, passed down).
+    pub fn open_on(
+        run_dir: &Path,
+        config: TrainConfig,
+        init: Option<&Path>,
+        backend: &Backend,
+    ) -> Result<Self, TrainError> {
+        let device = backend.device().clone().autodiff();
+        Self::open_inner(run_dir, config, init, device, backend.train_path())
     }
 
     /// Like [`Trainer::open`], but a run without state starts from the weights of `init` (e.g.
@@ -494,11 +456,24 @@ impl Trainer {
         config: TrainConfig,
         init: Option<&Path>,
     ) -> Result<Self, TrainError> {
+        let device = training_device();
+        let path = TrainPath::auto(&device);
+        Self::open_inner(run_dir, config, init, device, path)
+    }
+
+    fn open_inner(
+        run_dir: &Path,
+        config: TrainConfig,
+        init: Option<&Path>,
+        device: Device,
+        path: TrainPath,
+    ) -> Result<Self, TrainError> {
         config.validate()?;
+        let path = path
+            .check(&device)
+            .map_err(|e| TrainError::Config(e.to_string()))?;
         let train_dir = run_dir.join(TRAIN_DIR);
         std::fs::create_dir_all(&train_dir).map_err(|e| TrainError::io(&train_dir, e))?;
-        let device = training_device();
-        let path = TrainPath::detect(&device)?;
         let state_path = train_dir.join(STATE_FILE);
         let window = ReplayWindow::new(config.games_dir_in(run_dir), config.window.clone())
             .with_index(train_dir.join(SHARD_INDEX_FILE));
@@ -605,7 +580,7 @@ impl Trainer {
         Ok(())
     }
 
-    /// How the steps compute their gradients ([`TrainPath::detect`] when opened).
+    /// How the steps compute their gradients.
     pub fn train_path(&self) -> TrainPath {
         self.stepper.path
     }
@@ -613,7 +588,9 @@ impl Trainer {
     /// Switches how later steps compute their gradients. Nothing else changes: weights,
     /// optimizer state and checkpoints are the same for both paths.
     pub fn set_train_path(&mut self, path: TrainPath) -> Result<(), TrainError> {
-        self.stepper.path = path.check(&self.stepper.device)?;
+        self.stepper.path = path
+            .check(&self.stepper.device)
+            .map_err(|e| TrainError::Config(e.to_string()))?;
         Ok(())
     }
 

@@ -691,7 +691,7 @@ fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::random_games;
+    use crate::synthetic::random_games;
     use yari_selfplay::write_shard;
 
     #[test]

@@ -161,7 +161,9 @@ impl Session {
             },
             "weightsfile" => {
                 let path = Path::new(value.trim());
-                let (evaluator, name) = crate::engine::load_evaluator(Some(path))
+                // On the backend the binary installed at start.
+                let backend = yari_model::Backend::current();
+                let (evaluator, name) = crate::engine::load_evaluator(&backend, Some(path))
                     .map_err(|e| format!("{e:#}; keeping {}", self.network))?;
                 self.evaluator = evaluator;
                 self.network = name;

@@ -12,7 +12,7 @@
 //! with the f32 path: `tests/cpu_paths.rs`.
 //!
 //! Everything in this module that touches `core::arch` is only reached after
-//! [`super::CpuPath::detect`] found `avx512f` and `avx512bf16` at run time.
+//! [`super::CpuPath::bf16_supported`] found `avx512f` and `avx512bf16` at run time.
 
 use yari_rules::encoding::{FILES, RANKS};
 

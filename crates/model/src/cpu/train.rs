@@ -34,23 +34,6 @@ use crate::net::{Net, NetConfig, SQUARES};
 /// (1008 x 288 floats for 32 channels, 1.2 MB) near a core's L2 cache.
 const CHUNK: usize = 16;
 
-/// Whether [`loss_and_grads`] can train a net on `device` (an autodiff device or not): the
-/// CPU backends, whose tensors it reads and writes without a copy to another device.
-pub fn supports(device: &Device) -> bool {
-    let device = device.clone().without_autodiff();
-    #[cfg(feature = "flex")]
-    if device == Device::flex() {
-        return true;
-    }
-    #[cfg(feature = "ndarray")]
-    #[allow(deprecated)]
-    if device == Device::ndarray() {
-        return true;
-    }
-    let _ = device;
-    false
-}
-
 /// The gradient of one parameter of the burn [`Net`], in burn's layout for that parameter.
 #[derive(Clone, Debug)]
 pub struct ParamGrad {
