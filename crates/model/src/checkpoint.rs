@@ -99,40 +99,10 @@ pub enum CheckpointError {
         /// Underlying error.
         source: std::io::Error,
     },
-    /// Not a checkpoint at all (or its first bytes are damaged).
-    #[error("not a yari checkpoint: magic bytes {found:?}, expected {MAGIC:?}")]
-    BadMagic {
-        /// The first four bytes found.
-        found: [u8; 4],
-    },
-    /// Written by a different version of this container format.
-    #[error("unsupported checkpoint format version {found} (this build reads {FORMAT_VERSION})")]
-    UnsupportedFormat {
-        /// Version in the file.
-        found: u32,
-    },
-    /// Shorter than its header says it is: an interrupted copy or a partial download.
-    #[error("checkpoint truncated: {actual} bytes, header promises {expected}")]
-    Truncated {
-        /// Length the header implies.
-        expected: u64,
-        /// Length found.
-        actual: u64,
-    },
-    /// Longer than its header says it is.
-    #[error("checkpoint has {extra} unexpected trailing bytes")]
-    TrailingData {
-        /// Bytes after the checksum.
-        extra: u64,
-    },
-    /// The content does not match its checksum: the file is corrupt.
-    #[error("checkpoint checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
-    ChecksumMismatch {
-        /// CRC-32 stored in the file.
-        stored: u32,
-        /// CRC-32 of the content.
-        computed: u32,
-    },
+    /// Not a whole, intact checkpoint container: not the format at all, another version of
+    /// it, truncated, with trailing bytes, or failing its checksum (the reason says which).
+    #[error("not a valid yari checkpoint: {0}")]
+    Frame(#[from] FrameError),
     /// The weights hold a NaN or an infinity (a diverged training step, or a file edited by
     /// hand under a recomputed checksum): the network would play nonsense, so it is refused
     /// before it can be gated, published or played.
@@ -170,24 +140,6 @@ pub enum CheckpointError {
     /// The metadata passed the checks but the weights could not be encoded or applied.
     #[error("checkpoint weights: {0}")]
     Weights(String),
-}
-
-impl From<FrameError> for CheckpointError {
-    fn from(e: FrameError) -> Self {
-        match e {
-            FrameError::Truncated { expected, actual } => {
-                CheckpointError::Truncated { expected, actual }
-            }
-            FrameError::BadMagic { found, .. } => CheckpointError::BadMagic { found },
-            FrameError::UnsupportedVersion { found, .. } => {
-                CheckpointError::UnsupportedFormat { found }
-            }
-            FrameError::TrailingData { extra } => CheckpointError::TrailingData { extra },
-            FrameError::ChecksumMismatch { stored, computed } => {
-                CheckpointError::ChecksumMismatch { stored, computed }
-            }
-        }
-    }
 }
 
 /// A checkpoint read into memory and verified (checksum, encoding), but not yet turned into a

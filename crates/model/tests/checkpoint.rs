@@ -2,6 +2,7 @@
 
 use burn::module::Module;
 use burn::tensor::{Device, Distribution, Tensor};
+use yari_io::frame::FrameError;
 use yari_model::checkpoint::{self, to_bytes, FORMAT_VERSION};
 use yari_model::{default_device, Checkpoint, CheckpointError, CheckpointMeta, Net, NetConfig};
 use yari_rules::encoding::{ENCODING_VERSION, FILES, INPUT_PLANES, RANKS};
@@ -233,7 +234,7 @@ fn truncated_files_are_rejected_as_truncated() {
     let bytes = valid_bytes();
     for len in [0, 3, 19, 20, 100, bytes.len() / 2, bytes.len() - 1] {
         match Checkpoint::from_bytes(&bytes[..len]) {
-            Err(CheckpointError::Truncated { expected, actual }) => {
+            Err(CheckpointError::Frame(FrameError::Truncated { expected, actual })) => {
                 assert_eq!(actual, len as u64);
                 assert!(expected > actual);
             }
@@ -248,7 +249,9 @@ fn trailing_bytes_are_rejected() {
     bytes.extend_from_slice(b"junk");
     assert!(matches!(
         Checkpoint::from_bytes(&bytes),
-        Err(CheckpointError::TrailingData { extra: 4 })
+        Err(CheckpointError::Frame(FrameError::TrailingData {
+            extra: 4
+        }))
     ));
 }
 
@@ -262,16 +265,22 @@ fn flipped_bits_are_rejected() {
         Checkpoint::from_bytes(&b)
     };
     // Magic and format version are named as such.
-    assert!(matches!(flip(0, 0), Err(CheckpointError::BadMagic { .. })));
+    assert!(matches!(
+        flip(0, 0),
+        Err(CheckpointError::Frame(FrameError::BadMagic { .. }))
+    ));
     assert!(matches!(
         flip(4, 1),
-        Err(CheckpointError::UnsupportedFormat { found }) if found == FORMAT_VERSION ^ 2
+        Err(CheckpointError::Frame(FrameError::UnsupportedVersion { found, .. })) if found == FORMAT_VERSION ^ 2
     ));
     // Metadata, weights and the checksum itself: the checksum catches them.
     for at in [25, bytes.len() / 2, bytes.len() - 10, bytes.len() - 1] {
         for bit in [0, 7] {
             assert!(
-                matches!(flip(at, bit), Err(CheckpointError::ChecksumMismatch { .. })),
+                matches!(
+                    flip(at, bit),
+                    Err(CheckpointError::Frame(FrameError::ChecksumMismatch { .. }))
+                ),
                 "flip at {at} bit {bit}: {:?}",
                 flip(at, bit)
             );

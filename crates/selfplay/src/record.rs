@@ -70,40 +70,16 @@ pub enum RecordError {
         #[source]
         source: std::io::Error,
     },
-    #[error("shard truncated: {actual} bytes, header promises {expected}")]
-    Truncated { expected: u64, actual: u64 },
-    #[error("not a self-play shard (magic {found:?})")]
-    BadMagic { found: [u8; 4] },
-    #[error("unsupported shard format version {found} (this build reads {FORMAT_VERSION})")]
-    UnsupportedVersion { found: u32 },
-    #[error("shard corrupt: checksum {computed:08x} does not match stored {stored:08x}")]
-    ChecksumMismatch { stored: u32, computed: u32 },
-    #[error("{extra} bytes of trailing data after the shard")]
-    TrailingData { extra: u64 },
+    /// Not a whole, intact shard container: not the format at all, another version of it,
+    /// truncated, with trailing bytes, or failing its checksum (the reason says which).
+    #[error("not a valid self-play shard: {0}")]
+    Frame(#[from] FrameError),
     #[error("malformed shard payload at byte {offset}: {what}")]
     Malformed { offset: usize, what: String },
     #[error("game {game_id}: {what}")]
     InvalidGame { game_id: u64, what: String },
     #[error("refusing to overwrite existing shard {0}")]
     AlreadyExists(PathBuf),
-}
-
-impl From<FrameError> for RecordError {
-    fn from(e: FrameError) -> Self {
-        match e {
-            FrameError::Truncated { expected, actual } => {
-                RecordError::Truncated { expected, actual }
-            }
-            FrameError::BadMagic { found, .. } => RecordError::BadMagic { found },
-            FrameError::UnsupportedVersion { found, .. } => {
-                RecordError::UnsupportedVersion { found }
-            }
-            FrameError::TrailingData { extra } => RecordError::TrailingData { extra },
-            FrameError::ChecksumMismatch { stored, computed } => {
-                RecordError::ChecksumMismatch { stored, computed }
-            }
-        }
-    }
 }
 
 /// Who won.

@@ -1,5 +1,6 @@
 //! The self-play pool and its records, with the uniform evaluator.
 
+use yari_io::frame::FrameError;
 use yari_rules::Move;
 use yari_search::{GumbelConfig, PuctConfig, SearchConfig, SearchVariant, UniformEvaluator};
 use yari_selfplay::record::{decode_shard, encode_shard};
@@ -224,7 +225,7 @@ fn truncated_shards_are_rejected() {
     for len in [0, 3, 10, 23, 24, bytes.len() / 2, bytes.len() - 1] {
         let err = decode_shard(&bytes[..len]).unwrap_err();
         assert!(
-            matches!(err, RecordError::Truncated { .. }),
+            matches!(err, RecordError::Frame(FrameError::Truncated { .. })),
             "len {len}: {err}"
         );
     }
@@ -232,7 +233,7 @@ fn truncated_shards_are_rejected() {
     longer.push(0);
     assert!(matches!(
         decode_shard(&longer),
-        Err(RecordError::TrailingData { extra: 1 })
+        Err(RecordError::Frame(FrameError::TrailingData { extra: 1 }))
     ));
 
     let dir = tempfile::tempdir().unwrap();
@@ -240,7 +241,7 @@ fn truncated_shards_are_rejected() {
     std::fs::write(&path, &bytes[..bytes.len() - 7]).unwrap();
     assert!(matches!(
         read_shard(&path),
-        Err(RecordError::Truncated { .. })
+        Err(RecordError::Frame(FrameError::Truncated { .. }))
     ));
     assert!(matches!(
         read_shard(dir.path().join("missing.yshard")),
@@ -258,7 +259,7 @@ fn corrupt_shards_are_rejected() {
         bad[i] ^= 0x10;
         let err = decode_shard(&bad).unwrap_err();
         assert!(
-            matches!(err, RecordError::ChecksumMismatch { .. }),
+            matches!(err, RecordError::Frame(FrameError::ChecksumMismatch { .. })),
             "byte {i}: {err}"
         );
     }
@@ -266,17 +267,20 @@ fn corrupt_shards_are_rejected() {
     bad[0] = b'X';
     assert!(matches!(
         decode_shard(&bad),
-        Err(RecordError::BadMagic { .. })
+        Err(RecordError::Frame(FrameError::BadMagic { .. }))
     ));
     let mut bad = bytes.clone();
     bad[4] = 9;
     assert!(matches!(
         decode_shard(&bad),
-        Err(RecordError::UnsupportedVersion { found: 9 })
+        Err(RecordError::Frame(FrameError::UnsupportedVersion {
+            found: 9,
+            ..
+        }))
     ));
     assert!(matches!(
         decode_shard(b"not a shard at all, just text"),
-        Err(RecordError::BadMagic { .. })
+        Err(RecordError::Frame(FrameError::BadMagic { .. }))
     ));
 }
 
