@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
+use yari_model::cpu::CpuNetError;
 use yari_model::CheckpointError;
 use yari_selfplay::RecordError;
 
@@ -12,6 +13,10 @@ pub enum TrainError {
     /// A configuration value is out of range or the file could not be parsed.
     #[error("invalid training config: {0}")]
     Config(String),
+    /// The hand-written CPU training step refused its inputs (a batch or a net of another
+    /// shape than the config's): a fault of the caller or of this crate, not of the config.
+    #[error("the CPU training step failed: {0}")]
+    Kernel(#[source] CpuNetError),
     /// The file system refused.
     #[error("{path}: {source}")]
     Io {

@@ -360,11 +360,7 @@ impl Stepper {
             Ok(out) => out,
             Err(e) => {
                 let nan = || scalar(f64::NAN);
-                return (
-                    net,
-                    Err(TrainError::Config(e.to_string())),
-                    [nan(), nan(), nan()],
-                );
+                return (net, Err(TrainError::Kernel(e)), [nan(), nan(), nan()]);
             }
         };
         let norm = out.squared_norm().sqrt() as f32;
@@ -848,5 +844,39 @@ impl Trainer {
     pub fn latest_checkpoint_path(&self) -> PathBuf {
         self.train_dir
             .join(format!("step-{:010}.ckpt", self.last_checkpoint_step))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch the hand-written step cannot take is that step's failure, named as such, not
+    /// "invalid training config"; the net stays for the next step.
+    #[test]
+    fn a_cpu_kernel_failure_is_not_reported_as_a_config_error() {
+        let config = TrainConfig {
+            net: NetConfig::new(1, 8),
+            ..TrainConfig::default()
+        };
+        let device = yari_model::Backend::cpu().device().clone().autodiff();
+        let net = config.net.init(&device);
+        let mut stepper = Stepper::new(config, device, net, TrainPath::Cpu);
+        let batch = Batch {
+            step: 0,
+            size: 1,
+            inputs: Vec::new(),
+            policy: Vec::new(),
+            wdl: Vec::new(),
+            policy_entropy: 0.0,
+        };
+        let Err(err) = stepper.step(&batch) else {
+            panic!("a batch without inputs trained");
+        };
+        assert!(matches!(err, TrainError::Kernel(_)), "{err:?}");
+        let text = err.to_string();
+        assert!(text.starts_with("the CPU training step failed"), "{text}");
+        assert!(!text.contains("config"), "{text}");
+        assert!(stepper.net.is_some());
     }
 }
