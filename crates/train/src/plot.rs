@@ -166,6 +166,21 @@ fn generation_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
 /// A named series of (x, y) points in a colour.
 type Series<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
 
+/// One colour per opponent, the same in both panels of the ratings plot (its reference line
+/// and its score curve); the networks' own curve keeps the first colour.
+fn opponent_colour(ratings: &RunRatings, name: &str) -> RGBColor {
+    let mut names: Vec<&str> = ratings
+        .references
+        .iter()
+        .map(|r| r.name.as_str())
+        .chain(ratings.scores.iter().map(|c| c.opponent.as_str()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let i = names.iter().position(|n| *n == name).unwrap_or(0);
+    COLOURS[1 + i % (COLOURS.len() - 1)]
+}
+
 /// The colours of successive series.
 const COLOURS: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
@@ -214,8 +229,16 @@ fn chart<'a, DB: DrawingBackend>(
 }
 
 fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>) -> Result<(), String> {
+    legend_at(chart, SeriesLabelPosition::MiddleRight)
+}
+
+fn legend_at<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
     chart
         .configure_series_labels()
+        .position(position)
         .label_font(("sans-serif", 14))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
@@ -332,8 +355,8 @@ fn draw_ratings<DB: DrawingBackend>(
         ratings.anchor
     );
     let mut chart = chart(area, &caption, ("generation", x), ("Elo", y))?;
-    for (i, r) in references.iter().enumerate() {
-        let color = COLOURS[(i + 1) % COLOURS.len()];
+    for r in &references {
+        let color = opponent_colour(ratings, &r.name);
         let label = if r.error > 0.0 {
             format!("{} {:+.0} ±{:.0}", r.name, r.elo, r.error)
         } else {
@@ -380,14 +403,16 @@ fn draw_ratings<DB: DrawingBackend>(
             .label(label)
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, color.filled()));
     }
-    legend(&mut chart)
+    // Upper left: the network's curve rises towards the right.
+    legend_at(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 /// The score panel: the best network's score against each rung, 0–100%, with intervals.
 fn draw_scores<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
-    scores: &[ScoreCurve],
+    ratings: &RunRatings,
 ) -> Result<(), String> {
+    let scores = &ratings.scores;
     let x = generation_range(
         scores
             .iter()
@@ -399,7 +424,7 @@ fn draw_scores<DB: DrawingBackend>(
         ("generation", x),
         ("score (%)", (0.0, 100.0)),
     )?;
-    for (i, curve) in scores.iter().enumerate() {
+    for curve in scores {
         let points: Vec<(f64, f64, f64, f64)> = curve
             .points
             .iter()
@@ -415,11 +440,12 @@ fn draw_scores<DB: DrawingBackend>(
         draw_with_bars(
             &mut chart,
             &curve.opponent,
-            COLOURS[i % COLOURS.len()],
+            opponent_colour(ratings, &curve.opponent),
             &points,
         )?;
     }
-    legend(&mut chart)
+    // Middle left: early in a run the scores sit low and the anchor's at the top.
+    legend_at(&mut chart, SeriesLabelPosition::MiddleLeft)
 }
 
 /// Renders `draw` on a `size` canvas and replaces `path` with the PNG whole (a kill or a full
@@ -514,7 +540,7 @@ pub fn plot_run(run_dir: &Path, ratings: &RunRatings) -> Result<Vec<PathBuf>, Tr
         write_png(&path, (1000, 900), |root| {
             let areas = root.split_evenly((2, 1));
             draw_ratings(&areas[0], ratings)?;
-            draw_scores(&areas[1], &ratings.scores)
+            draw_scores(&areas[1], ratings)
         })?;
         written.push(path);
     }
@@ -524,6 +550,51 @@ pub fn plot_run(run_dir: &Path, ratings: &RunRatings) -> Result<Vec<PathBuf>, Tr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An opponent has one colour in both panels (its reference line above, its score curve
+    /// below), distinct opponents distinct colours, none the networks' own.
+    #[test]
+    fn each_opponent_has_one_colour_in_both_panels() {
+        let reference = |name: &str| Reference {
+            name: name.into(),
+            elo: 900.0,
+            error: 100.0,
+        };
+        let curve = |name: &str| ScoreCurve {
+            opponent: name.into(),
+            points: Vec::new(),
+        };
+        let ratings = RunRatings {
+            anchor: "random".into(),
+            networks: Vec::new(),
+            references: vec![reference("fsf[nodes=1000]"), reference("alphabeta:2")],
+            gates: Vec::new(),
+            scores: vec![
+                curve("random"),
+                curve("alphabeta:2"),
+                curve("fsf[nodes=1000]"),
+            ],
+        };
+        let colours: Vec<RGBColor> = ["random", "alphabeta:2", "fsf[nodes=1000]"]
+            .iter()
+            .map(|n| opponent_colour(&ratings, n))
+            .collect();
+        for (i, c) in colours.iter().enumerate() {
+            assert_ne!(*c, COLOURS[0]);
+            for d in &colours[i + 1..] {
+                assert_ne!(c, d);
+            }
+        }
+        // The order of the panels' lists does not matter: one colour per name.
+        let swapped = RunRatings {
+            references: ratings.references.iter().rev().cloned().collect(),
+            scores: ratings.scores.iter().rev().cloned().collect(),
+            ..ratings.clone()
+        };
+        for n in ["random", "alphabeta:2", "fsf[nodes=1000]"] {
+            assert_eq!(opponent_colour(&ratings, n), opponent_colour(&swapped, n));
+        }
+    }
 
     #[test]
     fn axes_are_readable_on_flat_and_tiny_series() {
