@@ -17,7 +17,7 @@ use thiserror::Error;
 
 use crate::checkpoint::CheckpointError;
 use crate::cpu::CpuPath;
-use crate::device::{describe_device, is_cpu, select_device_on, DeviceError, GraphicsApi};
+use crate::device::{describe_device, is_cpu, select_device, DeviceError, GraphicsApi};
 use crate::eval::NetEvaluator;
 use crate::net::{Net, NetConfig};
 
@@ -137,14 +137,13 @@ impl Backend {
         };
         let cpu_path = match chosen(&request.cpu_path).as_deref() {
             None => CpuPath::best_supported(),
-            Some("f32") => CpuPath::F32,
-            Some("bf16") if CpuPath::bf16_supported() => CpuPath::Bf16,
-            Some("bf16") => return Err(BackendError::Bf16Unsupported),
-            Some(_) => {
-                return Err(BackendError::UnknownCpuPath(
-                    request.cpu_path.clone().unwrap_or_default(),
-                ))
+            Some("bf16") if !CpuPath::bf16_supported() => {
+                return Err(BackendError::Bf16Unsupported)
             }
+            // The names are `CpuPath`'s own.
+            Some(name) => name.parse::<CpuPath>().map_err(|_| {
+                BackendError::UnknownCpuPath(request.cpu_path.clone().unwrap_or_default())
+            })?,
         };
         let train_path = match chosen(&request.train_path).as_deref() {
             None => None,
@@ -157,7 +156,7 @@ impl Backend {
             }
         };
         let device_name = chosen(&request.device);
-        let (device, description) = select_device_on(device_name.as_deref(), api)?;
+        let (device, description) = select_device(device_name.as_deref(), api)?;
         let train_path = match train_path {
             Some(path) => path.check(&device)?,
             None => TrainPath::auto(&device),
@@ -229,12 +228,6 @@ impl Backend {
     /// How training computes its gradients.
     pub fn train_path(&self) -> TrainPath {
         self.train_path
-    }
-
-    /// This backend with training computed by `path`. Errors: the cpu path on a GPU device.
-    pub fn with_train_path(mut self, path: TrainPath) -> Result<Backend, BackendError> {
-        self.train_path = path.check(&self.device)?;
-        Ok(self)
     }
 
     /// This backend with the CPU forward pass on `path`. Errors: bf16 on a CPU without it.

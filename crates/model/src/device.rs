@@ -86,14 +86,6 @@ pub fn open_device(name: &str) -> Result<Device, DeviceError> {
     open_described(name, GraphicsApi::default()).map(|(d, _)| d)
 }
 
-/// Chooses the device of this process: `name`, or when `None` the default backend (the CPU:
-/// wgpu would as readily open a software device); later [`crate::default_device`] calls
-/// return it. Returns the device and a one-line description (backend and, for a GPU, the
-/// adapter).
-pub fn select_device(name: Option<&str>) -> Result<(Device, String), DeviceError> {
-    select_device_on(name, GraphicsApi::default())
-}
-
 /// The graphics API the wgpu backend is pinned to (wgpu's `WGPU_BACKEND` names them; the
 /// binary reads it). Not wgpu's automatic choice on Linux: without a Vulkan driver it falls
 /// back to OpenGL on Mesa's llvmpipe, a software device slower than the CPU path that would
@@ -131,8 +123,11 @@ impl std::str::FromStr for GraphicsApi {
     }
 }
 
-/// [`select_device`] with the graphics API a wgpu device is opened on.
-pub fn select_device_on(
+/// Chooses the device of this process: `name`, or when `None` the default backend (the CPU:
+/// wgpu would as readily open a software device), a wgpu device on graphics API `api`;
+/// later [`crate::default_device`] calls return it. Returns the device and a one-line
+/// description (backend and, for a GPU, the adapter).
+pub fn select_device(
     name: Option<&str>,
     api: GraphicsApi,
 ) -> Result<(Device, String), DeviceError> {
