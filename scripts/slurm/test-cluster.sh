@@ -5,7 +5,9 @@
 #   1. starts munged, slurmctld and slurmd configured in a temporary directory
 #      (scripts/slurm/local-cluster.sh; installs munge and Slurm from Debian when missing);
 #   2. submits the learner and a 2-task worker array on the smoke config (4 generations) with submit.sh;
-#   3. cancels worker task 1 (scancel: SIGTERM) once it has written games, mid-batch;
+#   3. suspends the learner until worker task 1 has written games (so that both tasks' games are
+#      there to take, however far apart Slurm starts them), cancels task 1 (scancel: SIGTERM)
+#      mid-batch and resumes the learner;
 #   4. waits for the learner to finish the run and worker 0 to leave on its own, then checks:
 #      - the learner trained on games of both array tasks (games/gen-*/ and summary.json);
 #      - at least two generations were gated or promoted;
@@ -88,6 +90,18 @@ games_of() {
 
 job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | head -1; }
 
+# The learner is suspended from its start until task 1 has written games: the scheduler may
+# start the array's tasks minutes apart, and on a fast machine task 0 alone once supplied every
+# generation before task 1 ran (the test then failed with "games of task0 only"). Resumed, the
+# learner takes every verified shard waiting, task 1's among them.
+deadline=$(( $(date +%s) + 120 ))
+until [ "$(job_state "$learner")" = RUNNING ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || { squeue; fail "the learner job did not start within 2 minutes"; }
+    sleep 0.2
+done
+scontrol suspend "$learner" || fail "scontrol suspend $learner refused"
+say "learner job $learner suspended until worker task 1 has written games"
+
 # 3. Cancel task 1 once it has written some games but while it is still playing.
 deadline=$(( $(date +%s) + 240 ))
 while [ "$(games_of task1 "$WRUN")" -lt 1 ]; do
@@ -98,6 +112,7 @@ done
 squeue
 say "worker task 1 has written $(games_of task1 "$WRUN") games; scancel ${workers}_1"
 scancel "${workers}_1"
+scontrol resume "$learner" || fail "scontrol resume $learner refused"
 
 # 4. The learner finishes the run (4 generations); worker 0 then sees `finished`.
 deadline=$(( started + 480 ))
