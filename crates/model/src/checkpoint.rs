@@ -130,10 +130,11 @@ pub enum CheckpointError {
     /// The net in the file has another shape than the one asked for.
     #[error("checkpoint architecture mismatch: {details}")]
     ArchitectureMismatch {
-        /// Architecture in the file.
-        found: NetConfig,
+        /// Architecture in the file (boxed: two configs inline would make every
+        /// `Result<_, CheckpointError>` carry them).
+        found: Box<NetConfig>,
         /// Architecture expected.
-        expected: NetConfig,
+        expected: Box<NetConfig>,
         /// Human-readable list of the fields that differ.
         details: String,
     },
@@ -300,9 +301,15 @@ fn architecture_mismatch(found: NetConfig, expected: NetConfig) -> CheckpointErr
         expected.value_channels,
     );
     cmp("value_hidden", found.value_hidden, expected.value_hidden);
+    if found.soft_policy_head != expected.soft_policy_head {
+        diffs.push(format!(
+            "soft_policy_head is {}, expected {}",
+            found.soft_policy_head, expected.soft_policy_head
+        ));
+    }
     CheckpointError::ArchitectureMismatch {
-        found,
-        expected,
+        found: Box::new(found),
+        expected: Box::new(expected),
         details: diffs.join(", "),
     }
 }

@@ -48,7 +48,7 @@ pub use checkpoint::{Checkpoint, CheckpointError, CheckpointMeta};
 pub use cpu::CpuNet;
 pub use device::{describe_device, is_cpu, open_device, select_device, DeviceError};
 pub use eval::{BurnEvaluator, CpuEvaluator, NetEvaluator};
-pub use net::{Net, NetConfig, NetConfigError};
+pub use net::{Heads, Net, NetConfig, NetConfigError};
 
 /// The device a plain run should use: the one [`select_device`] chose for this process, else
 /// the CPU (flex) even in a build with a GPU backend: a GPU is used when asked for (see

@@ -16,6 +16,26 @@ use yari_rules::encoding::{FILES, INPUT_PLANES, POLICY_PLANES, RANKS};
 /// Squares per plane; every plane is a 9 x 7 board.
 pub const SQUARES: usize = RANKS * FILES;
 
+/// The soft policy head's target is the search's policy target to the power 1 / this,
+/// normalised: KataGo's value (`docs/KataGoMethods.md`, "auxiliary soft policy target").
+pub const SOFT_POLICY_TEMPERATURE: f32 = 4.0;
+
+/// The soft policy head's target for one position: the policy target `t` to the power
+/// 1 / [`SOFT_POLICY_TEMPERATURE`], normalised to sum 1, into `out` (the same layout). An
+/// all-zero target stays zero.
+pub fn soft_policy_target(t: &[f32], out: &mut [f32]) {
+    let power = 1.0 / SOFT_POLICY_TEMPERATURE;
+    let mut sum = 0.0f64;
+    for (o, &v) in out.iter_mut().zip(t) {
+        *o = if v > 0.0 { v.powf(power) } else { 0.0 };
+        sum += *o as f64;
+    }
+    if sum > 0.0 {
+        let inv = (1.0 / sum) as f32;
+        out.iter_mut().for_each(|v| *v *= inv);
+    }
+}
+
 /// Architecture of the network: everything that decides the shapes of the weights.
 ///
 /// It is stored in every checkpoint so that a file can only be loaded into a net of the
@@ -34,6 +54,12 @@ pub struct NetConfig {
     pub value_channels: usize,
     /// Width of the hidden fully connected layer of the value head.
     pub value_hidden: usize,
+    /// A second policy output, trained on the search's policy target softened to the power
+    /// 1/4 (KataGo's auxiliary soft policy): the low-probability moves the main target barely
+    /// shows still shape the trunk. Training only: play and export never evaluate it, so it
+    /// costs nothing at inference. Absent in files written before it existed.
+    #[serde(default)]
+    pub soft_policy_head: bool,
 }
 
 impl Default for NetConfig {
@@ -95,6 +121,7 @@ impl NetConfig {
             policy_planes: POLICY_PLANES,
             value_channels: 32,
             value_hidden: 128,
+            soft_policy_head: false,
         }
     }
 
@@ -143,6 +170,9 @@ impl NetConfig {
             policy_conv: conv3x3(c, c, device),
             policy_bn: BatchNormConfig::new(c).init(device),
             policy_out: Conv2dConfig::new([c, self.policy_planes], [1, 1]).init(device),
+            soft_policy_out: self
+                .soft_policy_head
+                .then(|| Conv2dConfig::new([c, self.policy_planes], [1, 1]).init(device)),
             value_conv: Conv2dConfig::new([c, vc], [1, 1])
                 .with_bias(false)
                 .init(device),
@@ -194,6 +224,9 @@ pub struct Net {
     pub(crate) value_bn: BatchNorm,
     pub(crate) value_fc: Linear,
     pub(crate) value_out: Linear,
+    /// [`NetConfig::soft_policy_head`]: a 1x1 convolution beside `policy_out`, on the same
+    /// policy features. Last, so that the other parameters keep their visit order.
+    pub(crate) soft_policy_out: Option<Conv2d>,
 }
 
 impl Net {
@@ -204,15 +237,41 @@ impl Net {
     /// side to move's view. Logits rather than probabilities, because training wants
     /// log-softmax and search softmaxes over legal moves only.
     pub fn forward(&self, input: Tensor<4>) -> (Tensor<2>, Tensor<2>) {
+        let out = self.forward_heads(input, false);
+        (out.policy, out.wdl)
+    }
+
+    /// [`Net::forward`], plus the soft policy logits `[batch, policy_size]` when `soft` is set
+    /// and the net has that head (training).
+    pub fn forward_heads(&self, input: Tensor<4>, soft: bool) -> Heads {
         let mut x = relu(self.stem_bn.forward(self.stem.forward(input)));
         for block in &self.blocks {
             x = block.forward(x);
         }
         let p = relu(self.policy_bn.forward(self.policy_conv.forward(x.clone())));
+        let soft_policy = match (&self.soft_policy_out, soft) {
+            (Some(head), true) => Some(head.forward(p.clone()).flatten::<2>(1, 3)),
+            _ => None,
+        };
         let policy = self.policy_out.forward(p).flatten::<2>(1, 3);
         let v = relu(self.value_bn.forward(self.value_conv.forward(x)));
         let v = relu(self.value_fc.forward(v.flatten::<2>(1, 3)));
         let wdl = self.value_out.forward(v);
-        (policy, wdl)
+        Heads {
+            policy,
+            wdl,
+            soft_policy,
+        }
     }
+}
+
+/// The outputs of [`Net::forward_heads`].
+#[derive(Debug)]
+pub struct Heads {
+    /// Policy logits `[batch, policy_size]`.
+    pub policy: Tensor<2>,
+    /// Win/draw/loss logits `[batch, 3]`.
+    pub wdl: Tensor<2>,
+    /// Soft policy logits `[batch, policy_size]`, when asked for and present.
+    pub soft_policy: Option<Tensor<2>>,
 }

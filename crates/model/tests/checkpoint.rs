@@ -1,7 +1,7 @@
 //! Checkpoint round trips and every way a checkpoint is refused.
 
-use burn::module::Module;
-use burn::tensor::{Device, Distribution, Tensor};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::tensor::{Device, Distribution, Tensor, TensorData};
 use yari_io::frame::FrameError;
 use yari_model::checkpoint::{self, to_bytes, FORMAT_VERSION};
 use yari_model::{default_device, Checkpoint, CheckpointError, CheckpointMeta, Net, NetConfig};
@@ -116,8 +116,8 @@ fn architecture_mismatch_is_rejected_with_the_differing_fields() {
             expected: e,
             details,
         }) => {
-            assert_eq!(found, tiny());
-            assert_eq!(e, expected);
+            assert_eq!(*found, tiny());
+            assert_eq!(*e, expected);
             assert_eq!(details, "channels is 8, expected 16");
         }
         other => panic!("expected ArchitectureMismatch, got {:?}", other.map(|_| ())),
@@ -370,5 +370,81 @@ fn devices_and_directories_are_refused_naming_the_path() {
             }
             other => panic!("{}: expected an I/O error, got {other:?}", path.display()),
         }
+    }
+}
+
+/// A net with the soft policy head keeps the head through a checkpoint (its logits come back
+/// bit for bit), plays exactly like the same weights without it (play never evaluates the
+/// head), and the shipped network, written before the head existed, reads as having none.
+#[test]
+fn the_soft_policy_head_round_trips_and_does_not_change_play() {
+    let device = default_device();
+    let with = NetConfig {
+        soft_policy_head: true,
+        ..tiny()
+    };
+    let net = trained_net(&with);
+    let x = input(&device);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("soft.yari");
+    checkpoint::save(&path, &net, &CheckpointMeta::new(with)).unwrap();
+    let (loaded, meta) = checkpoint::load(&path, &with, &device).unwrap();
+    assert!(meta.config.soft_policy_head);
+    let soft = |n: &Net| {
+        n.forward_heads(x.clone(), true)
+            .soft_policy
+            .expect("the soft policy head")
+            .into_data()
+            .try_into_vec::<f32>()
+            .unwrap()
+    };
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    assert_eq!(bits(soft(&net)), bits(soft(&loaded)));
+    assert!(loaded.forward_heads(x.clone(), false).soft_policy.is_none());
+
+    // The same weights in a net without the head (the head is the last field, so its two
+    // tensors are the last in visit order): identical policy and value outputs.
+    let mut tensors = Floats(Vec::new());
+    loaded.visit(&mut tensors);
+    let mut tensors = tensors.0;
+    tensors.truncate(tensors.len() - 2);
+    let plain = tiny().init(&device).map(&mut Fill(tensors.into_iter()));
+    assert_eq!(outputs(&plain, &x), outputs(&loaded, &x));
+
+    // Refused under the other architecture, by name.
+    let err = checkpoint::load(&path, &tiny(), &device).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("soft_policy_head is true, expected false"),
+        "{err}"
+    );
+    let shipped = Checkpoint::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/models/default.yari"
+    ))
+    .unwrap();
+    assert!(!shipped.meta.config.soft_policy_head);
+}
+
+/// Every float tensor of a module, in visit order.
+struct Floats(Vec<Vec<f32>>);
+
+impl ModuleVisitor for Floats {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        self.0
+            .push(param.val().into_data().try_into_vec::<f32>().unwrap());
+    }
+}
+
+/// Replaces a module's float tensors, in visit order, with the given values.
+struct Fill(std::vec::IntoIter<Vec<f32>>);
+
+impl ModuleMapper for Fill {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let (id, tensor, mapper) = param.consume();
+        let (shape, device) = (tensor.shape(), tensor.device());
+        let values = self.0.next().expect("a tensor for every parameter");
+        let tensor = Tensor::<D>::from_data(TensorData::new(values, shape), &device);
+        Param::from_mapped_value(id, tensor, mapper)
     }
 }

@@ -7,7 +7,8 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Tensor, TensorData};
-use yari_model::cpu::train::{loss_and_grads, TrainBatch, TrainGrads};
+use yari_model::cpu::train::{loss_and_grads, LossWeights, TrainBatch, TrainGrads};
+use yari_model::net::soft_policy_target;
 use yari_model::{default_device, Net, NetConfig};
 use yari_rules::encoding::{FILES, RANKS};
 
@@ -168,9 +169,14 @@ fn random_batch(config: &NetConfig, n: usize, seed: u64) -> Data {
     }
 }
 
-/// burn's training loss (as the trainer computes it) and gradients.
-fn burn_step(net: &Net, config: &NetConfig, d: &Data, vlw: f32) -> (f64, f64, GradientsParams) {
-    let _ = net;
+/// burn's training losses (policy, value, soft policy, as the trainer computes them) and
+/// gradients.
+fn burn_step(
+    net: &Net,
+    config: &NetConfig,
+    d: &Data,
+    weights: LossWeights,
+) -> (f64, f64, f64, GradientsParams) {
     let device = default_device().autodiff();
     let x = Tensor::<4>::from_data(
         TensorData::new(d.inputs.clone(), [d.n, config.input_planes, RANKS, FILES]),
@@ -181,14 +187,26 @@ fn burn_step(net: &Net, config: &NetConfig, d: &Data, vlw: f32) -> (f64, f64, Gr
         &device,
     );
     let wt = Tensor::<2>::from_data(TensorData::new(d.wdl.clone(), [d.n, 3]), &device);
-    let (policy, wdl) = net.forward(x);
-    let pce = (log_softmax(policy, 1) * pt).sum_dim(1).mean().neg();
-    let vce = (log_softmax(wdl, 1) * wt).sum_dim(1).mean().neg();
-    let total = pce.clone() + vce.clone().mul_scalar(vlw);
-    let grads = GradientsParams::from_grads(total.backward(), net);
+    let heads = net.forward_heads(x, true);
+    let pce = (log_softmax(heads.policy, 1) * pt).sum_dim(1).mean().neg();
+    let vce = (log_softmax(heads.wdl, 1) * wt).sum_dim(1).mean().neg();
+    let mut total = pce.clone() + vce.clone().mul_scalar(weights.value);
     let scalar =
         |t: Tensor<1>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()[0] as f64;
-    (scalar(pce.inner()), scalar(vce.inner()), grads)
+    let mut soft_ce = 0.0;
+    if let Some(logits) = heads.soft_policy {
+        let ps = config.policy_size();
+        let mut soft = vec![0.0f32; d.policy.len()];
+        for (t, out) in d.policy.chunks_exact(ps).zip(soft.chunks_exact_mut(ps)) {
+            soft_policy_target(t, out);
+        }
+        let st = Tensor::<2>::from_data(TensorData::new(soft, [d.n, ps]), &device);
+        let sce = (log_softmax(logits, 1) * st).sum_dim(1).mean().neg();
+        total = total + sce.clone().mul_scalar(weights.soft_policy);
+        soft_ce = scalar(sce.inner());
+    }
+    let grads = GradientsParams::from_grads(total.backward(), net);
+    (scalar(pce.inner()), scalar(vce.inner()), soft_ce, grads)
 }
 
 /// Worst relative difference over all parameters, or what differs beyond the tolerance.
@@ -241,7 +259,12 @@ fn close(a: f64, b: f64) -> bool {
 
 /// Runs both paths on copies of one random net and checks losses, gradients and running
 /// statistics; returns the hand-written gradients, burn's and the net for further checks.
-fn check(config: NetConfig, n: usize, vlw: f32, seed: u64) -> (Net, TrainGrads, GradientsParams) {
+fn check(
+    config: NetConfig,
+    n: usize,
+    weights: LossWeights,
+    seed: u64,
+) -> (Net, TrainGrads, GradientsParams) {
     let (mine_net, burn_net) = random_nets(&config, seed);
     let data = random_batch(&config, n, seed);
     let batch = TrainBatch {
@@ -250,8 +273,8 @@ fn check(config: NetConfig, n: usize, vlw: f32, seed: u64) -> (Net, TrainGrads, 
         policy: &data.policy,
         wdl: &data.wdl,
     };
-    let mine = loss_and_grads(&mine_net, &config, &batch, vlw).expect("hand-written step");
-    let (pce, vce, burn) = burn_step(&burn_net, &config, &data, vlw);
+    let mine = loss_and_grads(&mine_net, &config, &batch, weights).expect("hand-written step");
+    let (pce, vce, sce, burn) = burn_step(&burn_net, &config, &data, weights);
     let label = format!("{}x{} n={n}", config.blocks, config.channels);
     assert!(
         close(mine.policy_ce, pce),
@@ -262,6 +285,16 @@ fn check(config: NetConfig, n: usize, vlw: f32, seed: u64) -> (Net, TrainGrads, 
         close(mine.value_ce, vce),
         "{label}: value ce {} vs burn {vce}",
         mine.value_ce
+    );
+    assert!(
+        close(mine.soft_policy_ce, sce),
+        "{label}: soft policy ce {} vs burn {sce}",
+        mine.soft_policy_ce
+    );
+    assert_eq!(
+        config.soft_policy_head,
+        sce > 0.0,
+        "{label}: soft policy ce {sce}"
     );
     let worst = compare_grads(&mine_net, &mine, &burn).unwrap_or_else(|e| panic!("{label}: {e}"));
     eprintln!("{label}: losses {pce:.5} {vce:.5}, worst gradient |diff| / scale {worst:e}");
@@ -298,7 +331,57 @@ fn hand_written_gradients_match_burn_on_a_small_net_with_a_ragged_batch() {
         value_hidden: 16,
         ..NetConfig::new(2, 8)
     };
-    check(config, 37, 0.7, 1);
+    check(config, 37, weights(0.7, 0.0), 1);
+}
+
+fn weights(value: f32, soft_policy: f32) -> LossWeights {
+    LossWeights { value, soft_policy }
+}
+
+/// The soft policy head (a second 1x1 policy output on the same features, trained on the
+/// softened target) adds its loss and its gradient, into the shared policy features and the
+/// trunk too, as burn's autodiff does; with a ragged batch and KataGo's weight of 8.
+#[test]
+fn hand_written_gradients_match_burn_with_the_soft_policy_head() {
+    let config = NetConfig {
+        value_channels: 4,
+        value_hidden: 16,
+        soft_policy_head: true,
+        ..NetConfig::new(2, 8)
+    };
+    let (_, mine, _) = check(config, 21, weights(1.0, 8.0), 4);
+    // Both policy outputs' weights (`[planes, 8, 1, 1]`) have gradients, none all zero.
+    let outputs: Vec<_> = mine
+        .grads
+        .iter()
+        .filter(|g| g.shape == [config.policy_planes, 8, 1, 1])
+        .collect();
+    assert_eq!(outputs.len(), 2);
+    assert!(outputs.iter().all(|g| g.values.iter().any(|&v| v != 0.0)));
+}
+
+/// A config and a net that disagree about the soft policy head are an error, not a step that
+/// ignores the head or reads past a weight.
+#[test]
+fn a_soft_policy_head_missing_from_the_net_or_the_config_is_an_error() {
+    let with = NetConfig {
+        soft_policy_head: true,
+        ..NetConfig::new(1, 8)
+    };
+    let without = NetConfig::new(1, 8);
+    let data = random_batch(&without, 4, 9);
+    let batch = TrainBatch {
+        n: 4,
+        inputs: &data.inputs,
+        policy: &data.policy,
+        wdl: &data.wdl,
+    };
+    let device = default_device();
+    for (net, config) in [(&with, &without), (&without, &with)] {
+        let e = loss_and_grads(&net.init(&device), config, &batch, weights(1.0, 1.0))
+            .expect_err("mismatched head");
+        assert!(e.to_string().contains("soft policy head"), "{e}");
+    }
 }
 
 #[test]
@@ -308,7 +391,7 @@ fn hand_written_gradients_match_burn_on_the_default_4x32_net() {
         value_hidden: 128,
         ..NetConfig::new(4, 32)
     };
-    check(config, 24, 1.0, 2);
+    check(config, 24, weights(1.0, 0.0), 2);
 }
 
 /// The comparison notices one wrong gradient value: the first hand-written gradient's
@@ -320,7 +403,7 @@ fn the_gradient_comparison_fails_on_one_perturbed_value() {
         value_hidden: 16,
         ..NetConfig::new(1, 8)
     };
-    let (net, mut mine, burn) = check(config, 16, 1.0, 3);
+    let (net, mut mine, burn) = check(config, 16, weights(1.0, 0.0), 3);
     assert!(compare_grads(&net, &mine, &burn).is_ok());
     for k in 0..mine.grads.len() {
         let original = mine.grads[k].values.clone();

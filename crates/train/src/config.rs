@@ -258,6 +258,11 @@ pub struct TrainConfig {
     pub grad_clip_norm: Option<f64>,
     /// Weight of the value (WDL) loss relative to the policy loss.
     pub value_loss_weight: f64,
+    /// Weight of the soft policy loss: the cross-entropy of the soft policy head (`[net]
+    /// soft_policy_head = true`) against the policy target to the power 1/4, normalised
+    /// (KataGo's auxiliary soft policy, weight 8 there). 0 with no head; each without the
+    /// other is refused, as it would do nothing.
+    pub soft_policy_weight: f64,
     /// Replay window.
     pub window: WindowConfig,
     /// Write a resumable checkpoint every this many steps (and always at the end of a call to
@@ -291,6 +296,7 @@ impl Default for TrainConfig {
             weight_decay: 1e-4,
             grad_clip_norm: Some(5.0),
             value_loss_weight: 1.0,
+            soft_policy_weight: 0.0,
             window: WindowConfig::default(),
             checkpoint_interval: 50,
             seed: 0,
@@ -430,6 +436,33 @@ impl TrainConfig {
                 format!("must be >= 0, got {}", self.value_loss_weight),
             );
         }
+        if !(self.soft_policy_weight.is_finite() && self.soft_policy_weight >= 0.0) {
+            return bad(
+                "soft_policy_weight",
+                format!("must be >= 0, got {}", self.soft_policy_weight),
+            );
+        }
+        match (self.net.soft_policy_head, self.soft_policy_weight > 0.0) {
+            (true, false) => {
+                return bad(
+                    "net.soft_policy_head",
+                    "is true but soft_policy_weight is 0: the head would never be trained \
+                     (give it a weight, or leave the head out)"
+                        .into(),
+                )
+            }
+            (false, true) => {
+                return bad(
+                    "soft_policy_weight",
+                    format!(
+                        "is {} but [train.net] has no soft_policy_head = true: there is no head \
+                         for it to train",
+                        self.soft_policy_weight
+                    ),
+                )
+            }
+            _ => {}
+        }
         let w = &self.window;
         if w.max_positions == 0 {
             return bad("window.max_positions", "must be at least 1".into());
@@ -512,6 +545,7 @@ mod net_serde {
         policy_planes: Option<usize>,
         value_channels: Option<usize>,
         value_hidden: Option<usize>,
+        soft_policy_head: Option<bool>,
     }
 
     pub fn serialize<S: Serializer>(net: &NetConfig, s: S) -> Result<S::Ok, S::Error> {
@@ -530,6 +564,7 @@ mod net_serde {
             policy_planes: p.policy_planes.unwrap_or(base.policy_planes),
             value_channels: p.value_channels.unwrap_or(base.value_channels),
             value_hidden: p.value_hidden.unwrap_or(base.value_hidden),
+            soft_policy_head: p.soft_policy_head.unwrap_or(base.soft_policy_head),
             ..base
         })
     }
@@ -557,6 +592,32 @@ mod tests {
         assert_eq!(c.lr.lr, 0.1);
         assert_eq!(c.lr.warmup_steps, LrConfig::default().warmup_steps);
         assert!(toml::from_str::<TrainConfig>("batch_sise = 64").is_err());
+    }
+
+    /// The soft policy head and its weight come together: a file may turn both on, and
+    /// either without the other (or a negative weight) is refused by name.
+    #[test]
+    fn the_soft_policy_head_and_its_weight_come_together() {
+        let both: TrainConfig =
+            toml::from_str("soft_policy_weight = 8.0\n[net]\nsoft_policy_head = true\n").unwrap();
+        assert!(both.net.soft_policy_head);
+        both.validate().unwrap();
+        for (text, field) in [
+            ("soft_policy_weight = 8.0\n", "soft_policy_weight"),
+            ("[net]\nsoft_policy_head = true\n", "net.soft_policy_head"),
+            (
+                "soft_policy_weight = -1.0\n[net]\nsoft_policy_head = true\n",
+                "soft_policy_weight",
+            ),
+        ] {
+            let c: TrainConfig = toml::from_str(text).unwrap();
+            let e = c.validate().unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("invalid training config: {field}:")),
+                "{text:?}: {e}"
+            );
+        }
+        assert!(!TrainConfig::default().net.soft_policy_head);
     }
 
     #[test]

@@ -22,7 +22,8 @@ pub struct StepMetrics {
     pub step: u64,
     /// Wall-clock time the step ended, seconds since the Unix epoch.
     pub time_unix_s: f64,
-    /// Total loss: `policy_loss + value_loss_weight * value_loss`.
+    /// Total loss: `policy_loss + value_loss_weight * value_loss + soft_policy_weight *
+    /// soft_policy_ce`.
     pub loss: f64,
     /// Policy loss as KL divergence from the search target (cross-entropy minus the target's
     /// entropy): same gradient as the cross-entropy, but 0 for a perfect fit, so it is
@@ -30,6 +31,10 @@ pub struct StepMetrics {
     pub policy_loss: f64,
     /// Policy cross-entropy against the search target, nats.
     pub policy_ce: f64,
+    /// Soft policy head's cross-entropy against the softened search target, nats (0 for a
+    /// net without that head, and in records written before it existed).
+    #[serde(default)]
+    pub soft_policy_ce: f64,
     /// WDL cross-entropy against the game result from the side to move's view, nats.
     pub value_loss: f64,
     /// Learning rate used for this step.
@@ -79,19 +84,20 @@ impl MetricsWriter {
             }
         }
         if let Some(events) = &mut self.events {
-            events.scalars(
-                m.step,
-                m.time_unix_s,
-                &[
-                    ("train/loss", m.loss),
-                    ("train/policy_loss", m.policy_loss),
-                    ("train/value_loss", m.value_loss),
-                    ("train/lr", m.lr),
-                    ("train/grad_norm", m.grad_norm),
-                    ("train/samples_per_s", m.samples_per_s),
-                    ("train/window", m.window as f64),
-                ],
-            )?;
+            let mut scalars = vec![
+                ("train/loss", m.loss),
+                ("train/policy_loss", m.policy_loss),
+                ("train/value_loss", m.value_loss),
+                ("train/lr", m.lr),
+                ("train/grad_norm", m.grad_norm),
+                ("train/samples_per_s", m.samples_per_s),
+                ("train/window", m.window as f64),
+            ];
+            // Only a net with the soft policy head has this loss.
+            if m.soft_policy_ce != 0.0 {
+                scalars.push(("train/soft_policy_ce", m.soft_policy_ce));
+            }
+            events.scalars(m.step, m.time_unix_s, &scalars)?;
         }
         Ok(())
     }
@@ -122,6 +128,7 @@ mod tests {
             loss,
             policy_loss: 0.0,
             policy_ce: 0.0,
+            soft_policy_ce: 0.0,
             value_loss: 0.0,
             lr: 0.1,
             grad_norm: 1.0,

@@ -27,7 +27,8 @@ use burn::tensor::{Bytes, Device, Tensor, TensorData};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use yari_model::checkpoint::{self, Checkpoint, CheckpointMeta};
-use yari_model::cpu::train::{loss_and_grads, TrainBatch};
+use yari_model::cpu::train::{loss_and_grads, LossWeights, TrainBatch};
+use yari_model::net::soft_policy_target;
 use yari_model::{Backend, Net, NetConfig};
 use yari_rules::encoding::{FILES, INPUT_PLANES, POLICY_SIZE, RANKS};
 
@@ -181,6 +182,7 @@ pub(crate) struct Stepper {
 /// The numbers of one step, before they become [`StepMetrics`].
 pub(crate) struct StepOutcome {
     pub(crate) policy_ce: f64,
+    pub(crate) soft_policy_ce: f64,
     pub(crate) policy_loss: f64,
     pub(crate) value_loss: f64,
     pub(crate) loss: f64,
@@ -210,11 +212,13 @@ impl Stepper {
     ///
     /// Loss: policy cross-entropy of the logits over the whole policy space against the dense
     /// search target, plus `value_loss_weight` times the WDL cross-entropy against the game
-    /// result. Illegal moves are not masked out of the softmax: their target is zero, so the
-    /// loss teaches the net to give them no mass, search only ever reads legal moves' logits,
-    /// and no per-position mask has to be built and uploaded. The gradient is clipped to the
-    /// configured global norm on the device, and a single read-back at the end brings the
-    /// losses, the norm and a finiteness probe of the updated weights to the host.
+    /// result, plus `soft_policy_weight` times the soft policy head's cross-entropy against
+    /// the softened target (a net with that head). Illegal moves are not masked out of the
+    /// softmax: their target is zero, so the loss teaches the net to give them no mass, search
+    /// only ever reads legal moves' logits, and no per-position mask has to be built and
+    /// uploaded. The gradient is clipped to the configured global norm on the device, and a
+    /// single read-back at the end brings the losses, the norm and a finiteness probe of the
+    /// updated weights to the host.
     pub(crate) fn step(&mut self, batch: &Batch) -> Result<StepOutcome, TrainError> {
         let lr = self.config.lr.lr_at(self.step, self.run_progress);
         let net = self.net.take().expect("net present between steps");
@@ -222,7 +226,7 @@ impl Stepper {
             TrainPath::Burn => self.burn_grads(net, batch),
             TrainPath::Cpu => self.cpu_grads(net, batch),
         };
-        let (net, grads, [policy_ce, value_ce, norm]) = match (grads, losses) {
+        let (net, grads, [policy_ce, value_ce, soft_ce, norm]) = match (grads, losses) {
             (Ok(g), l) => (net, g, l),
             (Err(e), _) => {
                 self.net = Some(net);
@@ -240,6 +244,7 @@ impl Stepper {
             vec![
                 policy_ce.reshape([1]),
                 value_ce.reshape([1]),
+                soft_ce.reshape([1]),
                 norm.reshape([1]),
                 weight_sum.reshape([1]),
             ],
@@ -250,9 +255,10 @@ impl Stepper {
             .convert::<f32>()
             .try_into_vec::<f32>()
             .expect("f32 probe");
-        let (policy_ce, value_loss, grad_norm, weight_sum) =
-            (v[0] as f64, v[1] as f64, v[2] as f64, v[3]);
-        let loss = policy_ce + self.config.value_loss_weight * value_loss;
+        let (policy_ce, value_loss, soft_policy_ce, grad_norm, weight_sum) =
+            (v[0] as f64, v[1] as f64, v[2] as f64, v[3] as f64, v[4]);
+        let soft_term = self.config.soft_policy_weight * soft_policy_ce;
+        let loss = policy_ce + self.config.value_loss_weight * value_loss + soft_term;
         let what = if !loss.is_finite() {
             Some("loss")
         } else if !grad_norm.is_finite() {
@@ -273,21 +279,23 @@ impl Stepper {
         let policy_loss = policy_ce - batch.policy_entropy as f64;
         Ok(StepOutcome {
             policy_ce,
+            soft_policy_ce,
             policy_loss,
             value_loss,
-            loss: policy_loss + self.config.value_loss_weight * value_loss,
+            loss: policy_loss + self.config.value_loss_weight * value_loss + soft_term,
             grad_norm,
             lr,
         })
     }
 
-    /// burn's autodiff: the gradients, clipped, and `[policy ce, value ce, norm]` as
-    /// one-element tensors on the inner device (read back once, with the weights' probe).
+    /// burn's autodiff: the gradients, clipped, and `[policy ce, value ce, soft policy ce,
+    /// norm]` as one-element tensors on the inner device (read back once, with the weights'
+    /// probe).
     fn burn_grads(
         &self,
         net: Net,
         batch: &Batch,
-    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 3]) {
+    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 4]) {
         let n = batch.size;
         let device = &self.device;
         let x = Tensor::<4>::from_data(
@@ -300,15 +308,38 @@ impl Stepper {
         );
         let wdl_target = Tensor::<2>::from_data(TensorData::new(batch.wdl.clone(), [n, 3]), device);
 
-        let (policy, wdl) = net.forward(x);
-        let policy_ce = (log_softmax(policy, 1) * policy_target)
+        let heads = net.forward_heads(x, true);
+        let policy_ce = (log_softmax(heads.policy, 1) * policy_target)
             .sum_dim(1)
             .mean()
             .neg();
-        let value_ce = (log_softmax(wdl, 1) * wdl_target).sum_dim(1).mean().neg();
-        let total = policy_ce.clone() + value_ce.clone().mul_scalar(self.config.value_loss_weight);
+        let value_ce = (log_softmax(heads.wdl, 1) * wdl_target)
+            .sum_dim(1)
+            .mean()
+            .neg();
+        let mut total =
+            policy_ce.clone() + value_ce.clone().mul_scalar(self.config.value_loss_weight);
+        let soft_ce = heads.soft_policy.map(|logits| {
+            let mut soft = vec![0.0f32; batch.policy.len()];
+            for (t, out) in batch
+                .policy
+                .chunks_exact(POLICY_SIZE)
+                .zip(soft.chunks_exact_mut(POLICY_SIZE))
+            {
+                soft_policy_target(t, out);
+            }
+            let target = Tensor::<2>::from_data(TensorData::new(soft, [n, POLICY_SIZE]), device);
+            (log_softmax(logits, 1) * target).sum_dim(1).mean().neg()
+        });
+        if let Some(ce) = &soft_ce {
+            total = total + ce.clone().mul_scalar(self.config.soft_policy_weight);
+        }
         let mut grads = GradientsParams::from_grads(total.backward(), &net);
         let (pce, vce) = (policy_ce.inner(), value_ce.inner());
+        let sce = match soft_ce {
+            Some(ce) => ce.inner(),
+            None => pce.clone().mul_scalar(0.0),
+        };
 
         let mut squares = GradSquares {
             grads: &grads,
@@ -317,7 +348,7 @@ impl Stepper {
         net.visit(&mut squares);
         if squares.sums.is_empty() {
             let zero = pce.clone();
-            return (net, Err(TrainError::NoGradients), [pce, vce, zero]);
+            return (net, Err(TrainError::NoGradients), [pce, vce, sce, zero]);
         }
         let norm = Tensor::cat(squares.sums, 0).sum().sqrt();
         if let Some(max_norm) = self.config.grad_clip_norm {
@@ -333,7 +364,7 @@ impl Stepper {
             };
             net.visit(&mut scaler);
         }
-        (net, Ok(grads), [pce, vce, norm.inner()])
+        (net, Ok(grads), [pce, vce, sce, norm.inner()])
     }
 
     /// The hand-written CPU pass (`yari_model::cpu::train`), clipped the way
@@ -342,7 +373,7 @@ impl Stepper {
         &self,
         net: Net,
         batch: &Batch,
-    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 3]) {
+    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 4]) {
         let inner = self.device.clone().without_autodiff();
         let scalar = |v: f64| Tensor::<1>::from_data(TensorData::new(vec![v as f32], [1]), &inner);
         let cpu_batch = TrainBatch {
@@ -355,12 +386,19 @@ impl Stepper {
             &net,
             &self.config.net,
             &cpu_batch,
-            self.config.value_loss_weight as f32,
+            LossWeights {
+                value: self.config.value_loss_weight as f32,
+                soft_policy: self.config.soft_policy_weight as f32,
+            },
         ) {
             Ok(out) => out,
             Err(e) => {
                 let nan = || scalar(f64::NAN);
-                return (net, Err(TrainError::Kernel(e)), [nan(), nan(), nan()]);
+                return (
+                    net,
+                    Err(TrainError::Kernel(e)),
+                    [nan(), nan(), nan(), nan()],
+                );
             }
         };
         let norm = out.squared_norm().sqrt() as f32;
@@ -371,6 +409,7 @@ impl Stepper {
         let losses = [
             scalar(out.policy_ce),
             scalar(out.value_ce),
+            scalar(out.soft_policy_ce),
             scalar(norm as f64),
         ];
         if out.grads.is_empty() {
@@ -696,6 +735,7 @@ impl Trainer {
                 loss: out.loss,
                 policy_loss: out.policy_loss,
                 policy_ce: out.policy_ce,
+                soft_policy_ce: out.soft_policy_ce,
                 value_loss: out.value_loss,
                 lr: out.lr,
                 grad_norm: out.grad_norm,

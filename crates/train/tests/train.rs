@@ -141,7 +141,15 @@ fn overfits_a_small_set_of_selfplay_positions() {
 /// A 1x8 net's initial checkpoint in `dir` and a small config for it with `optimizer`, a
 /// learning rate of 0.01 and `seed`: the set-up of the resume tests.
 fn resumable_setup(dir: &Path, optimizer: OptimizerKind, seed: u64) -> (PathBuf, TrainConfig) {
-    let net = NetConfig::new(1, 8);
+    let (init, mut config) = initial_checkpoint(dir, NetConfig::new(1, 8));
+    config.optimizer = optimizer;
+    config.seed = seed;
+    (init, config)
+}
+
+/// A fresh net of `net` saved as `dir/init.ckpt`, and a small config for it with a learning
+/// rate of 0.01.
+fn initial_checkpoint(dir: &Path, net: NetConfig) -> (PathBuf, TrainConfig) {
     let init = dir.join("init.ckpt");
     checkpoint::save(
         &init,
@@ -150,9 +158,7 @@ fn resumable_setup(dir: &Path, optimizer: OptimizerKind, seed: u64) -> (PathBuf,
     )
     .unwrap();
     let mut config = small_config(net);
-    config.optimizer = optimizer;
     config.lr.lr = 0.01;
-    config.seed = seed;
     (init, config)
 }
 
@@ -256,6 +262,71 @@ fn a_state_written_by_one_training_path_resumes_on_the_other() {
             );
         }
     }
+}
+
+/// A net with the soft policy head trains the same on both paths (the hand-written step's
+/// soft head against burn's autodiff, through whole optimizer steps), the head's loss is
+/// recorded, and every part of the net moves, the head included. A run without the head
+/// does not record the loss, and resuming a run with the head on a config without it is
+/// refused as a change of architecture.
+#[test]
+fn the_soft_policy_head_trains_alike_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = NetConfig {
+        soft_policy_head: true,
+        ..NetConfig::new(1, 8)
+    };
+    let (init, mut config) = initial_checkpoint(dir.path(), net);
+    config.soft_policy_weight = 8.0;
+    config.validate().unwrap();
+    let train = |name: &str, path: TrainPath| {
+        let run = dir.path().join(name);
+        write_random_games(&run, 6, 3);
+        let mut t = Trainer::open_with(&run, config.clone(), Some(&init)).unwrap();
+        t.set_train_path(path).unwrap();
+        t.train_steps(5, false).unwrap();
+        let metrics = read_metrics(&run.join("metrics.jsonl")).unwrap();
+        (weights_of(&t.latest_checkpoint_path()), metrics, run)
+    };
+    let (burn, burn_metrics, _) = train("burn", TrainPath::Burn);
+    let (cpu, cpu_metrics, cpu_run) = train("cpu", TrainPath::Cpu);
+    let diff = max_abs_diff(&burn, &cpu);
+    assert!(diff <= 1e-4, "weights differ by {diff}");
+    for (a, b) in burn_metrics.iter().zip(&cpu_metrics) {
+        assert!(a.soft_policy_ce > 0.0, "{a:?}");
+        assert!(
+            (a.soft_policy_ce - b.soft_policy_ce).abs() <= 1e-4 * a.soft_policy_ce,
+            "soft policy loss: burn {} vs cpu {}",
+            a.soft_policy_ce,
+            b.soft_policy_ce
+        );
+        let expected = a.policy_loss + a.value_loss + 8.0 * a.soft_policy_ce;
+        assert!((a.loss - expected).abs() <= 1e-6 * expected, "{a:?}");
+    }
+    // The head is the net's last field and has no batch norm: its weight `[planes, 8, 1, 1]`
+    // and bias `[planes]` are the last values in visit order.
+    let start = weights_of(&init);
+    let planes = yari_rules::encoding::POLICY_PLANES;
+    let tail = start.len() - (planes * 8 + planes);
+    let moved = max_abs_diff(&burn[tail..], &start[tail..]);
+    assert!(moved > 1e-3, "the soft head moved by only {moved}");
+
+    // The same run without the head: no soft loss, and the head's checkpoint is refused.
+    let plain = small_config(NetConfig::new(1, 8));
+    let err = Trainer::open(&cpu_run, plain.clone())
+        .err()
+        .expect("a run with the head must not resume without it");
+    assert!(
+        err.to_string()
+            .contains("soft_policy_head is true, expected false"),
+        "{err}"
+    );
+    let run = dir.path().join("plain");
+    write_random_games(&run, 6, 3);
+    let mut t = Trainer::open(&run, plain).unwrap();
+    t.train_steps(2, false).unwrap();
+    let metrics = read_metrics(&run.join("metrics.jsonl")).unwrap();
+    assert!(metrics.iter().all(|m| m.soft_policy_ce == 0.0));
 }
 
 fn copy_dir(from: &Path, to: &Path) {

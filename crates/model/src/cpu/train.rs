@@ -14,7 +14,8 @@
 //! batch mean and biased variance over batch and squares, running averages updated with the
 //! layer's momentum. The losses are the trainer's: policy cross-entropy of the logits over
 //! the whole policy space against the dense target, plus `value_loss_weight` times the WDL
-//! cross-entropy, both averaged over the batch.
+//! cross-entropy, plus (for a net with the soft policy head) `soft_policy_weight` times that
+//! head's cross-entropy against the softened target, all averaged over the batch.
 //!
 //! Only the loss and the gradients are computed here; the burn [`Net`] stays the owner of
 //! the weights, and the trainer's burn optimizer applies the gradients, so optimizer state and
@@ -28,7 +29,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rayon::prelude::*;
 
 use super::{im2col, CpuNetError};
-use crate::net::{Net, NetConfig, SQUARES};
+use crate::net::{soft_policy_target, Net, NetConfig, SQUARES};
 
 /// Positions per parallel block: 16 x 63 = 1008 GEMM rows, an im2col block of a trunk layer
 /// (1008 x 288 floats for 32 channels, 1.2 MB) near a core's L2 cache.
@@ -52,8 +53,20 @@ pub struct TrainGrads {
     pub policy_ce: f64,
     /// WDL cross-entropy, batch mean.
     pub value_ce: f64,
-    /// Gradient of `policy_ce + value_loss_weight * value_ce` for every trainable parameter.
+    /// Soft policy cross-entropy against the softened targets, batch mean (0 without the head).
+    pub soft_policy_ce: f64,
+    /// Gradient of `policy_ce + weights.value * value_ce + weights.soft_policy *
+    /// soft_policy_ce` for every trainable parameter.
     pub grads: Vec<ParamGrad>,
+}
+
+/// The weights of the loss terms relative to the policy cross-entropy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LossWeights {
+    /// Of the WDL cross-entropy.
+    pub value: f32,
+    /// Of the soft policy cross-entropy (used only by a net with the soft policy head).
+    pub soft_policy: f32,
 }
 
 impl TrainGrads {
@@ -710,8 +723,9 @@ pub fn loss_and_grads(
     net: &Net,
     config: &NetConfig,
     batch: &TrainBatch,
-    value_loss_weight: f32,
+    weights: LossWeights,
 ) -> Result<TrainGrads, CpuNetError> {
+    let value_loss_weight = weights.value;
     let n = batch.n;
     let (c, cin0) = (config.channels, config.input_planes);
     let (pp, vc, hid) = (
@@ -764,6 +778,30 @@ pub fn loss_and_grads(
     let po_b = match &net.policy_out.bias {
         Some(b) => param_floats(b, pp, "policy_out.bias")?,
         None => vec![0.0; pp],
+    };
+    // soft_policy_out, the same layout as policy_out.
+    let soft = match (&net.soft_policy_out, config.soft_policy_head) {
+        (Some(layer), true) => {
+            let raw = param_floats(&layer.weight, pp * c, "soft_policy_out")?;
+            let w: Vec<f32> = (0..c * pp).map(|i| raw[(i % pp) * c + i / pp]).collect();
+            let b = match &layer.bias {
+                Some(b) => param_floats(b, pp, "soft_policy_out.bias")?,
+                None => vec![0.0; pp],
+            };
+            Some((layer, w, b))
+        }
+        (None, false) => None,
+        (layer, head) => {
+            return Err(CpuNetError(format!(
+                "the config {} a soft policy head, the net {}",
+                if head { "has" } else { "has no" },
+                if layer.is_some() {
+                    "has one"
+                } else {
+                    "has none"
+                }
+            )))
+        }
     };
     let vconv_raw = param_floats(&net.value_conv.weight, vc * c, "value_conv")?;
     let vconv_w: Vec<f32> = (0..c * vc)
@@ -824,45 +862,68 @@ pub fn loss_and_grads(
     let inv_n = 1.0 / n as f32;
     let chunk_rows = CHUNK * SQUARES;
     let mut dap = vec![0.0f32; rows * c];
-    type PolicyAcc = (f64, Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>);
-    let (policy_loss, po_dw, po_db, _, _) = blocks_fold(
-        &mut dap,
-        chunk_rows * c,
-        || -> PolicyAcc {
-            (
-                0.0f64,
-                vec![0.0f32; c * pp],
-                vec![0.0f32; pp],
-                vec![0.0f32; chunk_rows * pp],
-                vec![0.0f32; psize],
-            )
-        },
-        |(loss, dw, db, logits, target), i, dxc| {
-            let a = rows_of(&ap, i, c);
-            let r = a.len() / c;
-            let lgs = &mut logits[..r * pp];
-            gemm(r, pp, c, lgs, pp, false, a, c, 1, &po_w, pp, 1);
-            for row in lgs.chunks_exact_mut(pp) {
-                add_into(row, &po_b);
-            }
-            let p0 = i * CHUNK;
-            for (j, lg) in lgs.chunks_exact_mut(SQUARES * pp).enumerate() {
-                let t = &batch.policy[(p0 + j) * psize..(p0 + j + 1) * psize];
-                // Target from plane-major to the logits' square-major order.
-                for s in 0..SQUARES {
-                    for q in 0..pp {
-                        target[s * pp + q] = t[q * SQUARES + s];
-                    }
+    let soft_scale = weights.soft_policy * inv_n;
+    let with_soft = soft.is_some();
+    let (policy_loss, po_dw, po_db, soft_loss, so_dw, so_db) = {
+        let acc = blocks_fold(
+            &mut dap,
+            chunk_rows * c,
+            || PolicyAcc::new(c, pp, chunk_rows, psize, with_soft),
+            |acc, i, dxc| {
+                let a = rows_of(&ap, i, c);
+                let r = a.len() / c;
+                let p0 = i * CHUNK;
+                let lgs = &mut acc.logits[..r * pp];
+                gemm(r, pp, c, lgs, pp, false, a, c, 1, &po_w, pp, 1);
+                for row in lgs.chunks_exact_mut(pp) {
+                    add_into(row, &po_b);
                 }
-                *loss += softmax_ce(lg, target, inv_n);
-            }
-            // The logits now hold d loss / d logits.
-            gemm(c, pp, r, dw, pp, true, a, 1, c, lgs, pp, 1);
-            add_col_sums(db, lgs);
-            gemm(r, c, pp, dxc, c, false, lgs, pp, 1, &po_w, 1, pp);
-        },
-        |a: PolicyAcc, b: PolicyAcc| (a.0 + b.0, sum_vecs(a.1, b.1), sum_vecs(a.2, b.2), a.3, a.4),
-    );
+                for (j, lg) in lgs.chunks_exact_mut(SQUARES * pp).enumerate() {
+                    let t = &batch.policy[(p0 + j) * psize..(p0 + j + 1) * psize];
+                    // Target from plane-major to the logits' square-major order.
+                    for s in 0..SQUARES {
+                        for q in 0..pp {
+                            acc.target[s * pp + q] = t[q * SQUARES + s];
+                        }
+                    }
+                    acc.loss += softmax_ce(lg, &acc.target, inv_n);
+                }
+                // The logits now hold d loss / d logits.
+                gemm(c, pp, r, &mut acc.dw, pp, true, a, 1, c, lgs, pp, 1);
+                add_col_sums(&mut acc.db, lgs);
+                gemm(r, c, pp, dxc, c, false, lgs, pp, 1, &po_w, 1, pp);
+                if let Some((_, so_w, so_b)) = &soft {
+                    let lgs = &mut acc.soft_logits[..r * pp];
+                    gemm(r, pp, c, lgs, pp, false, a, c, 1, so_w, pp, 1);
+                    for row in lgs.chunks_exact_mut(pp) {
+                        add_into(row, so_b);
+                    }
+                    for (j, lg) in lgs.chunks_exact_mut(SQUARES * pp).enumerate() {
+                        let t = &batch.policy[(p0 + j) * psize..(p0 + j + 1) * psize];
+                        soft_policy_target(t, &mut acc.soft_plane);
+                        for s in 0..SQUARES {
+                            for q in 0..pp {
+                                acc.target[s * pp + q] = acc.soft_plane[q * SQUARES + s];
+                            }
+                        }
+                        acc.soft_loss += softmax_ce(lg, &acc.target, soft_scale);
+                    }
+                    gemm(c, pp, r, &mut acc.soft_dw, pp, true, a, 1, c, lgs, pp, 1);
+                    add_col_sums(&mut acc.soft_db, lgs);
+                    gemm(r, c, pp, dxc, c, true, lgs, pp, 1, so_w, 1, pp);
+                }
+            },
+            PolicyAcc::merge,
+        );
+        (
+            acc.loss,
+            acc.dw,
+            acc.db,
+            acc.soft_loss,
+            acc.soft_dw,
+            acc.soft_db,
+        )
+    };
 
     // Value head forward.
     let mut zv = vec![0.0f32; rows * vc];
@@ -983,6 +1044,20 @@ pub fn loss_and_grads(
             values: po_db,
         });
     }
+    if let Some((layer, ..)) = &soft {
+        grads.push(ParamGrad {
+            id: layer.weight.id,
+            shape: vec![pp, c, 1, 1],
+            values: (0..pp * c).map(|i| so_dw[(i % c) * pp + i / c]).collect(),
+        });
+        if let Some(b) = &layer.bias {
+            grads.push(ParamGrad {
+                id: b.id,
+                shape: vec![pp],
+                values: so_db,
+            });
+        }
+    }
 
     // Value head: bn + 1x1 conv, added into the trunk output's gradient.
     let sums_v = bn_mask(&stv, &mut dav, &av, &zv, vc);
@@ -1094,8 +1169,57 @@ pub fn loss_and_grads(
     Ok(TrainGrads {
         policy_ce: policy_loss / n as f64,
         value_ce,
+        soft_policy_ce: soft_loss / n as f64,
         grads,
     })
+}
+
+/// The policy head's per-group state in [`loss_and_grads`]: losses, weight and bias gradients
+/// of both policy outputs, and scratch rows.
+struct PolicyAcc {
+    loss: f64,
+    dw: Vec<f32>,
+    db: Vec<f32>,
+    logits: Vec<f32>,
+    target: Vec<f32>,
+    soft_loss: f64,
+    soft_dw: Vec<f32>,
+    soft_db: Vec<f32>,
+    soft_logits: Vec<f32>,
+    soft_plane: Vec<f32>,
+}
+
+impl PolicyAcc {
+    fn new(c: usize, pp: usize, chunk_rows: usize, psize: usize, soft: bool) -> Self {
+        let k = usize::from(soft);
+        Self {
+            loss: 0.0,
+            dw: vec![0.0; c * pp],
+            db: vec![0.0; pp],
+            logits: vec![0.0; chunk_rows * pp],
+            target: vec![0.0; psize],
+            soft_loss: 0.0,
+            soft_dw: vec![0.0; k * c * pp],
+            soft_db: vec![0.0; k * pp],
+            soft_logits: vec![0.0; k * chunk_rows * pp],
+            soft_plane: vec![0.0; k * psize],
+        }
+    }
+
+    fn merge(a: Self, b: Self) -> Self {
+        Self {
+            loss: a.loss + b.loss,
+            dw: sum_vecs(a.dw, b.dw),
+            db: sum_vecs(a.db, b.db),
+            soft_loss: a.soft_loss + b.soft_loss,
+            soft_dw: sum_vecs(a.soft_dw, b.soft_dw),
+            soft_db: sum_vecs(a.soft_db, b.soft_db),
+            logits: a.logits,
+            target: a.target,
+            soft_logits: a.soft_logits,
+            soft_plane: a.soft_plane,
+        }
+    }
 }
 
 fn linear_bias(layer: &Linear, len: usize, what: &str) -> Result<Vec<f32>, CpuNetError> {
