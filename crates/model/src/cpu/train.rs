@@ -880,12 +880,7 @@ pub fn loss_and_grads(
                 }
                 for (j, lg) in lgs.chunks_exact_mut(SQUARES * pp).enumerate() {
                     let t = &batch.policy[(p0 + j) * psize..(p0 + j + 1) * psize];
-                    // Target from plane-major to the logits' square-major order.
-                    for s in 0..SQUARES {
-                        for q in 0..pp {
-                            acc.target[s * pp + q] = t[q * SQUARES + s];
-                        }
-                    }
+                    square_major(t, pp, &mut acc.target);
                     acc.loss += softmax_ce(lg, &acc.target, inv_n);
                 }
                 // The logits now hold d loss / d logits.
@@ -901,11 +896,7 @@ pub fn loss_and_grads(
                     for (j, lg) in lgs.chunks_exact_mut(SQUARES * pp).enumerate() {
                         let t = &batch.policy[(p0 + j) * psize..(p0 + j + 1) * psize];
                         soft_policy_target(t, &mut acc.soft_plane);
-                        for s in 0..SQUARES {
-                            for q in 0..pp {
-                                acc.target[s * pp + q] = acc.soft_plane[q * SQUARES + s];
-                            }
-                        }
+                        square_major(&acc.soft_plane, pp, &mut acc.target);
                         acc.soft_loss += softmax_ce(lg, &acc.target, soft_scale);
                     }
                     gemm(c, pp, r, &mut acc.soft_dw, pp, true, a, 1, c, lgs, pp, 1);
@@ -1172,6 +1163,16 @@ pub fn loss_and_grads(
         soft_policy_ce: soft_loss / n as f64,
         grads,
     })
+}
+
+/// A policy target from plane-major (the net's output layout) to the logits' square-major
+/// order.
+fn square_major(t: &[f32], pp: usize, out: &mut [f32]) {
+    for s in 0..SQUARES {
+        for q in 0..pp {
+            out[s * pp + q] = t[q * SQUARES + s];
+        }
+    }
 }
 
 /// The policy head's per-group state in [`loss_and_grads`]: losses, weight and bias gradients
