@@ -307,6 +307,12 @@ fn architecture_mismatch(found: NetConfig, expected: NetConfig) -> CheckpointErr
             found.soft_policy_head, expected.soft_policy_head
         ));
     }
+    if found.short_term_value_head != expected.short_term_value_head {
+        diffs.push(format!(
+            "short_term_value_head is {}, expected {}",
+            found.short_term_value_head, expected.short_term_value_head
+        ));
+    }
     CheckpointError::ArchitectureMismatch {
         found: Box::new(found),
         expected: Box::new(expected),

@@ -36,6 +36,16 @@ pub fn soft_policy_target(t: &[f32], out: &mut [f32]) {
     }
 }
 
+/// Plies ahead that the short-term value heads predict, one WDL output each: KataGo's
+/// horizons (`docs/KataGoMethods.md`, "short-term value and score targets"). Each target is
+/// the exponentially weighted average of the later searches' values with `lambda = 1 - 1 / h`
+/// (yari-train's `short_term_value`).
+pub const SHORT_TERM_VALUE_HORIZONS: [f32; 3] = [6.0, 16.0, 50.0];
+
+/// Outputs of the short-term value head, and values of its target, per position: three WDL
+/// logits per horizon, horizon-major.
+pub const SHORT_TERM_WDL_SIZE: usize = 3 * SHORT_TERM_VALUE_HORIZONS.len();
+
 /// Architecture of the network: everything that decides the shapes of the weights.
 ///
 /// It is stored in every checkpoint so that a file can only be loaded into a net of the
@@ -60,13 +70,23 @@ pub struct NetConfig {
     /// costs nothing at inference. Absent in files written before it existed.
     #[serde(default)]
     pub soft_policy_head: bool,
+    /// WDL outputs beside the value head's, one per [`SHORT_TERM_VALUE_HORIZONS`], trained on
+    /// how the searches' values evolve over the next plies (KataGo's short-term value
+    /// targets): the trunk learns from the whole game's course, not from its result alone,
+    /// while the main value target stays as it is. Training only, like the soft policy head.
+    /// Absent in files written before it existed.
+    #[serde(default)]
+    pub short_term_value_head: bool,
 }
 
 impl Default for NetConfig {
     /// The default run's network, `[train.net]` of `configs/default.toml` (a test in
-    /// yari-loop holds the two equal; why this size: `docs/experiments.md`).
+    /// yari-loop holds the two equal; why this size and this head: `docs/experiments.md`).
     fn default() -> Self {
-        Self::new(4, 32)
+        Self {
+            short_term_value_head: true,
+            ..Self::new(4, 32)
+        }
     }
 }
 
@@ -112,7 +132,8 @@ impl NetConfig {
         Ok(())
     }
 
-    /// A net of the given trunk size, with the encoding's input and policy planes.
+    /// A net of the given trunk size, with the encoding's input and policy planes and no
+    /// training-only head.
     pub fn new(blocks: usize, channels: usize) -> Self {
         Self {
             blocks,
@@ -122,6 +143,7 @@ impl NetConfig {
             value_channels: 32,
             value_hidden: 128,
             soft_policy_head: false,
+            short_term_value_head: false,
         }
     }
 
@@ -179,6 +201,9 @@ impl NetConfig {
             value_bn: BatchNormConfig::new(vc).init(device),
             value_fc: LinearConfig::new(vc * SQUARES, self.value_hidden).init(device),
             value_out: LinearConfig::new(self.value_hidden, 3).init(device),
+            short_term_value_out: self
+                .short_term_value_head
+                .then(|| LinearConfig::new(self.value_hidden, SHORT_TERM_WDL_SIZE).init(device)),
         }
     }
 }
@@ -227,6 +252,9 @@ pub struct Net {
     /// [`NetConfig::soft_policy_head`]: a 1x1 convolution beside `policy_out`, on the same
     /// policy features. Last, so that the other parameters keep their visit order.
     pub(crate) soft_policy_out: Option<Conv2d>,
+    /// [`NetConfig::short_term_value_head`]: a linear layer beside `value_out`, on the same
+    /// hidden layer, with three logits per horizon. After `soft_policy_out` for the same reason.
+    pub(crate) short_term_value_out: Option<Linear>,
 }
 
 impl Net {
@@ -241,26 +269,31 @@ impl Net {
         (out.policy, out.wdl)
     }
 
-    /// [`Net::forward`], plus the soft policy logits `[batch, policy_size]` when `soft` is set
-    /// and the net has that head (training).
-    pub fn forward_heads(&self, input: Tensor<4>, soft: bool) -> Heads {
+    /// [`Net::forward`], plus the training-only heads the net has when `aux` is set: the soft
+    /// policy logits and the short-term WDL logits.
+    pub fn forward_heads(&self, input: Tensor<4>, aux: bool) -> Heads {
         let mut x = relu(self.stem_bn.forward(self.stem.forward(input)));
         for block in &self.blocks {
             x = block.forward(x);
         }
         let p = relu(self.policy_bn.forward(self.policy_conv.forward(x.clone())));
-        let soft_policy = match (&self.soft_policy_out, soft) {
+        let soft_policy = match (&self.soft_policy_out, aux) {
             (Some(head), true) => Some(head.forward(p.clone()).flatten::<2>(1, 3)),
             _ => None,
         };
         let policy = self.policy_out.forward(p).flatten::<2>(1, 3);
         let v = relu(self.value_bn.forward(self.value_conv.forward(x)));
         let v = relu(self.value_fc.forward(v.flatten::<2>(1, 3)));
+        let short_term_wdl = match (&self.short_term_value_out, aux) {
+            (Some(head), true) => Some(head.forward(v.clone())),
+            _ => None,
+        };
         let wdl = self.value_out.forward(v);
         Heads {
             policy,
             wdl,
             soft_policy,
+            short_term_wdl,
         }
     }
 }
@@ -274,4 +307,7 @@ pub struct Heads {
     pub wdl: Tensor<2>,
     /// Soft policy logits `[batch, policy_size]`, when asked for and present.
     pub soft_policy: Option<Tensor<2>>,
+    /// Short-term WDL logits `[batch, 3 * horizons]` (horizon-major: the three logits of
+    /// [`SHORT_TERM_VALUE_HORIZONS`]`[h]` at `3 h..3 h + 3`), when asked for and present.
+    pub short_term_wdl: Option<Tensor<2>>,
 }

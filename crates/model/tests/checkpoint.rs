@@ -373,14 +373,16 @@ fn devices_and_directories_are_refused_naming_the_path() {
     }
 }
 
-/// A net with the soft policy head keeps the head through a checkpoint (its logits come back
-/// bit for bit), plays exactly like the same weights without it (play never evaluates the
-/// head), and the shipped network, written before the head existed, reads as having none.
+/// A net with the training-only heads (soft policy, short-term value) keeps them through a
+/// checkpoint (their logits come back bit for bit), plays exactly like the same weights
+/// without them (play never evaluates them), and the shipped network, written before the
+/// heads existed, reads as having neither.
 #[test]
-fn the_soft_policy_head_round_trips_and_does_not_change_play() {
+fn the_auxiliary_heads_round_trip_and_do_not_change_play() {
     let device = default_device();
     let with = NetConfig {
         soft_policy_head: true,
+        short_term_value_head: true,
         ..tiny()
     };
     let net = trained_net(&with);
@@ -389,41 +391,51 @@ fn the_soft_policy_head_round_trips_and_does_not_change_play() {
     let path = dir.path().join("soft.yari");
     checkpoint::save(&path, &net, &CheckpointMeta::new(with)).unwrap();
     let (loaded, meta) = checkpoint::load(&path, &with, &device).unwrap();
-    assert!(meta.config.soft_policy_head);
-    let soft = |n: &Net| {
-        n.forward_heads(x.clone(), true)
-            .soft_policy
-            .expect("the soft policy head")
-            .into_data()
-            .try_into_vec::<f32>()
-            .unwrap()
+    assert!(meta.config.soft_policy_head && meta.config.short_term_value_head);
+    let aux = |n: &Net| {
+        let heads = n.forward_heads(x.clone(), true);
+        let soft = heads.soft_policy.expect("the soft policy head");
+        let short = heads.short_term_wdl.expect("the short-term value head");
+        assert_eq!(short.dims(), [3, yari_model::net::SHORT_TERM_WDL_SIZE]);
+        [soft, short].map(|t| {
+            t.into_data()
+                .try_into_vec::<f32>()
+                .unwrap()
+                .into_iter()
+                .map(f32::to_bits)
+                .collect::<Vec<_>>()
+        })
     };
-    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
-    assert_eq!(bits(soft(&net)), bits(soft(&loaded)));
-    assert!(loaded.forward_heads(x.clone(), false).soft_policy.is_none());
+    assert_eq!(aux(&net), aux(&loaded));
+    let plain_heads = loaded.forward_heads(x.clone(), false);
+    assert!(plain_heads.soft_policy.is_none() && plain_heads.short_term_wdl.is_none());
 
-    // The same weights in a net without the head (the head is the last field, so its two
+    // The same weights in a net without the heads (they are the last fields, so their four
     // tensors are the last in visit order): identical policy and value outputs.
     let mut tensors = Floats(Vec::new());
     loaded.visit(&mut tensors);
     let mut tensors = tensors.0;
-    tensors.truncate(tensors.len() - 2);
+    tensors.truncate(tensors.len() - 4);
     let plain = tiny().init(&device).map(&mut Fill(tensors.into_iter()));
     assert_eq!(outputs(&plain, &x), outputs(&loaded, &x));
 
     // Refused under the other architecture, by name.
-    let err = checkpoint::load(&path, &tiny(), &device).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("soft_policy_head is true, expected false"),
-        "{err}"
-    );
+    let err = checkpoint::load(&path, &tiny(), &device)
+        .unwrap_err()
+        .to_string();
+    for name in ["soft_policy_head", "short_term_value_head"] {
+        assert!(
+            err.contains(&format!("{name} is true, expected false")),
+            "{err}"
+        );
+    }
     let shipped = Checkpoint::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../data/models/default.yari"
     ))
     .unwrap();
     assert!(!shipped.meta.config.soft_policy_head);
+    assert!(!shipped.meta.config.short_term_value_head);
 }
 
 /// Every float tensor of a module, in visit order.

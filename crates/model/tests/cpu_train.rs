@@ -8,7 +8,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Tensor, TensorData};
 use yari_model::cpu::train::{loss_and_grads, LossWeights, TrainBatch, TrainGrads};
-use yari_model::net::soft_policy_target;
+use yari_model::net::{soft_policy_target, SHORT_TERM_VALUE_HORIZONS, SHORT_TERM_WDL_SIZE};
 use yari_model::{default_device, Net, NetConfig};
 use yari_rules::encoding::{FILES, RANKS};
 
@@ -124,6 +124,7 @@ struct Data {
     inputs: Vec<f32>,
     policy: Vec<f32>,
     wdl: Vec<f32>,
+    short_term_wdl: Vec<f32>,
 }
 
 /// Inputs mostly 0/1 with some fractional planes, sparse normalised policy targets, WDL
@@ -155,28 +156,34 @@ fn random_batch(config: &NetConfig, n: usize, seed: u64) -> Data {
         let s: f32 = row.iter().sum();
         row.iter_mut().for_each(|v| *v /= s);
     }
-    let mut wdl = Vec::with_capacity(n * 3);
-    for _ in 0..n {
-        let raw = [rng.next(), rng.next() * 0.3, rng.next()];
-        let s: f32 = raw.iter().sum();
-        wdl.extend(raw.iter().map(|v| v / s));
-    }
+    let mut wdl_rows = |rows: usize| {
+        let mut out = Vec::with_capacity(rows * 3);
+        for _ in 0..rows {
+            let raw = [rng.next(), rng.next() * 0.3, rng.next()];
+            let s: f32 = raw.iter().sum();
+            out.extend(raw.iter().map(|v| v / s));
+        }
+        out
+    };
+    let wdl = wdl_rows(n);
+    let short_term_wdl = wdl_rows(n * SHORT_TERM_VALUE_HORIZONS.len());
     Data {
         n,
         inputs,
         policy,
         wdl,
+        short_term_wdl,
     }
 }
 
-/// burn's training losses (policy, value, soft policy, as the trainer computes them) and
-/// gradients.
+/// burn's training losses (policy, value, soft policy, short-term value, as the trainer
+/// computes them) and gradients.
 fn burn_step(
     net: &Net,
     config: &NetConfig,
     d: &Data,
     weights: LossWeights,
-) -> (f64, f64, f64, GradientsParams) {
+) -> ([f64; 4], GradientsParams) {
     let device = default_device().autodiff();
     let x = Tensor::<4>::from_data(
         TensorData::new(d.inputs.clone(), [d.n, config.input_planes, RANKS, FILES]),
@@ -205,8 +212,41 @@ fn burn_step(
         total = total + sce.clone().mul_scalar(weights.soft_policy);
         soft_ce = scalar(sce.inner());
     }
+    let mut short_ce = 0.0;
+    if let Some(logits) = heads.short_term_wdl {
+        // Written out per horizon here (the trainer reshapes to one row per horizon).
+        let mut sum = None;
+        for h in 0..SHORT_TERM_VALUE_HORIZONS.len() {
+            let t = Tensor::<2>::from_data(
+                TensorData::new(
+                    (0..d.n)
+                        .flat_map(|j| {
+                            let row = &d.short_term_wdl[j * SHORT_TERM_WDL_SIZE..];
+                            row[3 * h..3 * h + 3].to_vec()
+                        })
+                        .collect::<Vec<f32>>(),
+                    [d.n, 3],
+                ),
+                &device,
+            );
+            let z = logits.clone().slice([0..d.n, 3 * h..3 * h + 3]);
+            let ce = (log_softmax(z, 1) * t).sum_dim(1).mean().neg();
+            sum = Some(match sum {
+                None => ce,
+                Some(acc) => acc + ce,
+            });
+        }
+        let tce = sum
+            .expect("at least one horizon")
+            .div_scalar(SHORT_TERM_VALUE_HORIZONS.len() as f32);
+        total = total + tce.clone().mul_scalar(weights.short_term_value);
+        short_ce = scalar(tce.inner());
+    }
     let grads = GradientsParams::from_grads(total.backward(), net);
-    (scalar(pce.inner()), scalar(vce.inner()), soft_ce, grads)
+    (
+        [scalar(pce.inner()), scalar(vce.inner()), soft_ce, short_ce],
+        grads,
+    )
 }
 
 /// Worst relative difference over all parameters, or what differs beyond the tolerance.
@@ -272,9 +312,10 @@ fn check(
         inputs: &data.inputs,
         policy: &data.policy,
         wdl: &data.wdl,
+        short_term_wdl: &data.short_term_wdl,
     };
     let mine = loss_and_grads(&mine_net, &config, &batch, weights).expect("hand-written step");
-    let (pce, vce, sce, burn) = burn_step(&burn_net, &config, &data, weights);
+    let ([pce, vce, sce, tce], burn) = burn_step(&burn_net, &config, &data, weights);
     let label = format!("{}x{} n={n}", config.blocks, config.channels);
     assert!(
         close(mine.policy_ce, pce),
@@ -295,6 +336,16 @@ fn check(
         config.soft_policy_head,
         sce > 0.0,
         "{label}: soft policy ce {sce}"
+    );
+    assert!(
+        close(mine.short_term_value_ce, tce),
+        "{label}: short-term value ce {} vs burn {tce}",
+        mine.short_term_value_ce
+    );
+    assert_eq!(
+        config.short_term_value_head,
+        tce > 0.0,
+        "{label}: short-term value ce {tce}"
     );
     let worst = compare_grads(&mine_net, &mine, &burn).unwrap_or_else(|e| panic!("{label}: {e}"));
     eprintln!("{label}: losses {pce:.5} {vce:.5}, worst gradient |diff| / scale {worst:e}");
@@ -335,7 +386,11 @@ fn hand_written_gradients_match_burn_on_a_small_net_with_a_ragged_batch() {
 }
 
 fn weights(value: f32, soft_policy: f32) -> LossWeights {
-    LossWeights { value, soft_policy }
+    LossWeights {
+        value,
+        soft_policy,
+        short_term_value: 0.0,
+    }
 }
 
 /// The soft policy head (a second 1x1 policy output on the same features, trained on the
@@ -360,28 +415,80 @@ fn hand_written_gradients_match_burn_with_the_soft_policy_head() {
     assert!(outputs.iter().all(|g| g.values.iter().any(|&v| v != 0.0)));
 }
 
-/// A config and a net that disagree about the soft policy head are an error, not a step that
-/// ignores the head or reads past a weight.
+/// Both auxiliary heads at once (the soft policy head on the policy features, the short-term
+/// value head on the value head's hidden layer, whose gradient it shares with the main WDL
+/// output): losses and every gradient as burn's, with a ragged batch.
 #[test]
-fn a_soft_policy_head_missing_from_the_net_or_the_config_is_an_error() {
-    let with = NetConfig {
+fn hand_written_gradients_match_burn_with_both_auxiliary_heads() {
+    let config = NetConfig {
+        value_channels: 4,
+        value_hidden: 16,
         soft_policy_head: true,
-        ..NetConfig::new(1, 8)
+        short_term_value_head: true,
+        ..NetConfig::new(2, 8)
     };
+    let w = LossWeights {
+        value: 1.0,
+        soft_policy: 8.0,
+        short_term_value: 1.5,
+    };
+    let (_, mine, _) = check(config, 19, w, 5);
+    assert!(mine.short_term_value_ce > 0.0);
+    // The short-term output's weight (`[hidden, 3 * horizons]`) has a gradient, not all zero.
+    let short: Vec<_> = mine
+        .grads
+        .iter()
+        .filter(|g| g.shape == [16, SHORT_TERM_WDL_SIZE])
+        .collect();
+    assert_eq!(short.len(), 1);
+    assert!(short[0].values.iter().any(|&v| v != 0.0));
+}
+
+/// A config and a net that disagree about an auxiliary head, or a batch without the
+/// short-term targets a head needs, are an error, not a step that ignores the head or reads
+/// past a weight.
+#[test]
+fn an_auxiliary_head_missing_from_the_net_or_the_config_is_an_error() {
     let without = NetConfig::new(1, 8);
+    let soft = NetConfig {
+        soft_policy_head: true,
+        ..without
+    };
+    let short = NetConfig {
+        short_term_value_head: true,
+        ..without
+    };
     let data = random_batch(&without, 4, 9);
     let batch = TrainBatch {
         n: 4,
         inputs: &data.inputs,
         policy: &data.policy,
         wdl: &data.wdl,
+        short_term_wdl: &data.short_term_wdl,
     };
     let device = default_device();
-    for (net, config) in [(&with, &without), (&without, &with)] {
-        let e = loss_and_grads(&net.init(&device), config, &batch, weights(1.0, 1.0))
-            .expect_err("mismatched head");
-        assert!(e.to_string().contains("soft policy head"), "{e}");
+    let w = LossWeights {
+        value: 1.0,
+        soft_policy: 1.0,
+        short_term_value: 1.0,
+    };
+    for (with, name) in [
+        (&soft, "soft policy head"),
+        (&short, "short-term value head"),
+    ] {
+        for (net, config) in [(with, &without), (&without, with)] {
+            let e =
+                loss_and_grads(&net.init(&device), config, &batch, w).expect_err("mismatched head");
+            assert!(e.to_string().contains(name), "{e}");
+        }
     }
+    let no_targets = TrainBatch {
+        short_term_wdl: &[],
+        ..batch
+    };
+    let e = loss_and_grads(&short.init(&device), &short, &no_targets, w)
+        .expect_err("no short-term targets");
+    assert!(e.to_string().contains("short-term WDL"), "{e}");
 }
 
 #[test]

@@ -263,6 +263,11 @@ pub struct TrainConfig {
     /// (KataGo's auxiliary soft policy, weight 8 there). 0 with no head; each without the
     /// other is refused, as it would do nothing.
     pub soft_policy_weight: f64,
+    /// Weight of the short-term value loss: the WDL cross-entropy of the short-term value head
+    /// (`[net] short_term_value_head = true`), averaged over its horizons, against the value
+    /// of the searches that follow each position (KataGo's short-term value targets). 0 with
+    /// no head; each without the other is refused, as for the soft policy.
+    pub short_term_value_weight: f64,
     /// Replay window.
     pub window: WindowConfig,
     /// Write a resumable checkpoint every this many steps (and always at the end of a call to
@@ -285,7 +290,7 @@ impl Default for TrainConfig {
         Self {
             net: NetConfig::default(),
             batch_size: 256,
-            steps_per_generation: 80,
+            steps_per_generation: 120,
             optimizer: OptimizerKind::Sgd,
             lr: LrConfig::default(),
             momentum: 0.9,
@@ -297,6 +302,7 @@ impl Default for TrainConfig {
             grad_clip_norm: Some(5.0),
             value_loss_weight: 1.0,
             soft_policy_weight: 0.0,
+            short_term_value_weight: 1.0,
             window: WindowConfig::default(),
             checkpoint_interval: 50,
             seed: 0,
@@ -436,32 +442,46 @@ impl TrainConfig {
                 format!("must be >= 0, got {}", self.value_loss_weight),
             );
         }
-        if !(self.soft_policy_weight.is_finite() && self.soft_policy_weight >= 0.0) {
-            return bad(
+        // An auxiliary head and its loss weight come together: either alone does nothing.
+        for (head_field, head, weight_field, weight) in [
+            (
+                "net.soft_policy_head",
+                self.net.soft_policy_head,
                 "soft_policy_weight",
-                format!("must be >= 0, got {}", self.soft_policy_weight),
-            );
-        }
-        match (self.net.soft_policy_head, self.soft_policy_weight > 0.0) {
-            (true, false) => {
-                return bad(
-                    "net.soft_policy_head",
-                    "is true but soft_policy_weight is 0: the head would never be trained \
-                     (give it a weight, or leave the head out)"
-                        .into(),
-                )
+                self.soft_policy_weight,
+            ),
+            (
+                "net.short_term_value_head",
+                self.net.short_term_value_head,
+                "short_term_value_weight",
+                self.short_term_value_weight,
+            ),
+        ] {
+            if !(weight.is_finite() && weight >= 0.0) {
+                return bad(weight_field, format!("must be >= 0, got {weight}"));
             }
-            (false, true) => {
-                return bad(
-                    "soft_policy_weight",
-                    format!(
-                        "is {} but [train.net] has no soft_policy_head = true: there is no head \
-                         for it to train",
-                        self.soft_policy_weight
-                    ),
-                )
+            match (head, weight > 0.0) {
+                (true, false) => {
+                    return bad(
+                        head_field,
+                        format!(
+                            "is true but {weight_field} is 0: the head would never be trained \
+                             (give it a weight, or leave the head out)"
+                        ),
+                    )
+                }
+                (false, true) => {
+                    let key = head_field.trim_start_matches("net.");
+                    return bad(
+                        weight_field,
+                        format!(
+                            "is {weight} but [train.net] has no {key} = true: there is no head \
+                             for it to train"
+                        ),
+                    );
+                }
+                _ => {}
             }
-            _ => {}
         }
         let w = &self.window;
         if w.max_positions == 0 {
@@ -546,6 +566,7 @@ mod net_serde {
         value_channels: Option<usize>,
         value_hidden: Option<usize>,
         soft_policy_head: Option<bool>,
+        short_term_value_head: Option<bool>,
     }
 
     pub fn serialize<S: Serializer>(net: &NetConfig, s: S) -> Result<S::Ok, S::Error> {
@@ -564,7 +585,11 @@ mod net_serde {
             policy_planes: p.policy_planes.unwrap_or(base.policy_planes),
             value_channels: p.value_channels.unwrap_or(base.value_channels),
             value_hidden: p.value_hidden.unwrap_or(base.value_hidden),
-            soft_policy_head: p.soft_policy_head.unwrap_or(base.soft_policy_head),
+            // The training-only heads follow the default net, not the bare `NetConfig::new`.
+            soft_policy_head: p.soft_policy_head.unwrap_or(default.soft_policy_head),
+            short_term_value_head: p
+                .short_term_value_head
+                .unwrap_or(default.short_term_value_head),
             ..base
         })
     }
@@ -588,7 +613,13 @@ mod tests {
         let c: TrainConfig =
             toml::from_str("batch_size = 64\n[lr]\nlr = 0.1\n[net]\nblocks = 2\n").unwrap();
         assert_eq!(c.batch_size, 64);
-        assert_eq!(c.net, NetConfig::new(2, NetConfig::default().channels));
+        assert_eq!(
+            c.net,
+            NetConfig {
+                blocks: 2,
+                ..NetConfig::default()
+            }
+        );
         assert_eq!(c.lr.lr, 0.1);
         assert_eq!(c.lr.warmup_steps, LrConfig::default().warmup_steps);
         assert!(toml::from_str::<TrainConfig>("batch_sise = 64").is_err());
@@ -618,6 +649,44 @@ mod tests {
             );
         }
         assert!(!TrainConfig::default().net.soft_policy_head);
+    }
+
+    /// The same rule for the short-term value head, checked apart: both pairs share one loop.
+    #[test]
+    fn the_short_term_value_head_and_its_weight_come_together() {
+        let both: TrainConfig =
+            toml::from_str("short_term_value_weight = 1.0\n[net]\nshort_term_value_head = true\n")
+                .unwrap();
+        assert!(both.net.short_term_value_head && !both.net.soft_policy_head);
+        both.validate().unwrap();
+        for (text, field) in [
+            (
+                "short_term_value_weight = 1.0\n[net]\nshort_term_value_head = false\n",
+                "short_term_value_weight",
+            ),
+            (
+                "short_term_value_weight = 0.0\n",
+                "net.short_term_value_head",
+            ),
+            (
+                "short_term_value_weight = -0.5\n[net]\nshort_term_value_head = true\n",
+                "short_term_value_weight",
+            ),
+        ] {
+            let c: TrainConfig = toml::from_str(text).unwrap();
+            let e = c.validate().unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("invalid training config: {field}:")),
+                "{text:?}: {e}"
+            );
+        }
+        // On by default (session 23's A/B); a file turns it off with its weight.
+        let default = TrainConfig::default();
+        assert!(default.net.short_term_value_head && default.short_term_value_weight > 0.0);
+        let off: TrainConfig =
+            toml::from_str("short_term_value_weight = 0.0\n[net]\nshort_term_value_head = false\n")
+                .unwrap();
+        off.validate().unwrap();
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //! let run = tempfile::tempdir()?;
 //! std::fs::create_dir_all(run.path().join("games"))?;
 //! yari_selfplay::write_shard(run.path().join("games/random.yshard"), &random_games(4, 40, 0))?;
-//! let net = NetConfig { value_channels: 2, value_hidden: 8, ..NetConfig::new(1, 8) };
+//! let net = NetConfig { blocks: 1, channels: 8, value_channels: 2, value_hidden: 8, ..NetConfig::default() };
 //! let mut config = TrainConfig { net, batch_size: 16, ..TrainConfig::default() };
 //! config.window.min_positions = 1;
 //!

@@ -23,7 +23,7 @@ pub struct StepMetrics {
     /// Wall-clock time the step ended, seconds since the Unix epoch.
     pub time_unix_s: f64,
     /// Total loss: `policy_loss + value_loss_weight * value_loss + soft_policy_weight *
-    /// soft_policy_ce`.
+    /// soft_policy_ce + short_term_value_weight * short_term_value_ce`.
     pub loss: f64,
     /// Policy loss as KL divergence from the search target (cross-entropy minus the target's
     /// entropy): same gradient as the cross-entropy, but 0 for a perfect fit, so it is
@@ -35,6 +35,10 @@ pub struct StepMetrics {
     /// net without that head, and in records written before it existed).
     #[serde(default)]
     pub soft_policy_ce: f64,
+    /// Short-term value head's WDL cross-entropy, mean over its horizons, nats (0 for a net
+    /// without that head, and in records written before it existed).
+    #[serde(default)]
+    pub short_term_value_ce: f64,
     /// WDL cross-entropy against the game result from the side to move's view, nats.
     pub value_loss: f64,
     /// Learning rate used for this step.
@@ -93,9 +97,12 @@ impl MetricsWriter {
                 ("train/samples_per_s", m.samples_per_s),
                 ("train/window", m.window as f64),
             ];
-            // Only a net with the soft policy head has this loss.
+            // Only a net with the auxiliary head has its loss.
             if m.soft_policy_ce != 0.0 {
                 scalars.push(("train/soft_policy_ce", m.soft_policy_ce));
+            }
+            if m.short_term_value_ce != 0.0 {
+                scalars.push(("train/short_term_value_ce", m.short_term_value_ce));
             }
             events.scalars(m.step, m.time_unix_s, &scalars)?;
         }
@@ -129,6 +136,7 @@ mod tests {
             policy_loss: 0.0,
             policy_ce: 0.0,
             soft_policy_ce: 0.0,
+            short_term_value_ce: 0.0,
             value_loss: 0.0,
             lr: 0.1,
             grad_norm: 1.0,

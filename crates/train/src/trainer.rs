@@ -28,7 +28,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use yari_model::checkpoint::{self, Checkpoint, CheckpointMeta};
 use yari_model::cpu::train::{loss_and_grads, LossWeights, TrainBatch};
-use yari_model::net::soft_policy_target;
+use yari_model::net::{soft_policy_target, SHORT_TERM_VALUE_HORIZONS};
 use yari_model::{Backend, Net, NetConfig};
 use yari_rules::encoding::{FILES, INPUT_PLANES, POLICY_SIZE, RANKS};
 
@@ -183,6 +183,7 @@ pub(crate) struct Stepper {
 pub(crate) struct StepOutcome {
     pub(crate) policy_ce: f64,
     pub(crate) soft_policy_ce: f64,
+    pub(crate) short_term_value_ce: f64,
     pub(crate) policy_loss: f64,
     pub(crate) value_loss: f64,
     pub(crate) loss: f64,
@@ -213,7 +214,9 @@ impl Stepper {
     /// Loss: policy cross-entropy of the logits over the whole policy space against the dense
     /// search target, plus `value_loss_weight` times the WDL cross-entropy against the game
     /// result, plus `soft_policy_weight` times the soft policy head's cross-entropy against
-    /// the softened target (a net with that head). Illegal moves are not masked out of the
+    /// the softened target (a net with that head), plus `short_term_value_weight` times the
+    /// short-term value head's WDL cross-entropy, averaged over its horizons, against the
+    /// later searches' values (a net with that head). Illegal moves are not masked out of the
     /// softmax: their target is zero, so the loss teaches the net to give them no mass, search
     /// only ever reads legal moves' logits, and no per-position mask has to be built and
     /// uploaded. The gradient is clipped to the configured global norm on the device, and a
@@ -226,7 +229,7 @@ impl Stepper {
             TrainPath::Burn => self.burn_grads(net, batch),
             TrainPath::Cpu => self.cpu_grads(net, batch),
         };
-        let (net, grads, [policy_ce, value_ce, soft_ce, norm]) = match (grads, losses) {
+        let (net, grads, [policy_ce, value_ce, soft_ce, short_ce, norm]) = match (grads, losses) {
             (Ok(g), l) => (net, g, l),
             (Err(e), _) => {
                 self.net = Some(net);
@@ -245,6 +248,7 @@ impl Stepper {
                 policy_ce.reshape([1]),
                 value_ce.reshape([1]),
                 soft_ce.reshape([1]),
+                short_ce.reshape([1]),
                 norm.reshape([1]),
                 weight_sum.reshape([1]),
             ],
@@ -255,10 +259,17 @@ impl Stepper {
             .convert::<f32>()
             .try_into_vec::<f32>()
             .expect("f32 probe");
-        let (policy_ce, value_loss, soft_policy_ce, grad_norm, weight_sum) =
-            (v[0] as f64, v[1] as f64, v[2] as f64, v[3] as f64, v[4]);
-        let soft_term = self.config.soft_policy_weight * soft_policy_ce;
-        let loss = policy_ce + self.config.value_loss_weight * value_loss + soft_term;
+        let (policy_ce, value_loss, soft_policy_ce, short_term_value_ce, grad_norm, weight_sum) = (
+            v[0] as f64,
+            v[1] as f64,
+            v[2] as f64,
+            v[3] as f64,
+            v[4] as f64,
+            v[5],
+        );
+        let aux_terms = self.config.soft_policy_weight * soft_policy_ce
+            + self.config.short_term_value_weight * short_term_value_ce;
+        let loss = policy_ce + self.config.value_loss_weight * value_loss + aux_terms;
         let what = if !loss.is_finite() {
             Some("loss")
         } else if !grad_norm.is_finite() {
@@ -280,22 +291,23 @@ impl Stepper {
         Ok(StepOutcome {
             policy_ce,
             soft_policy_ce,
+            short_term_value_ce,
             policy_loss,
             value_loss,
-            loss: policy_loss + self.config.value_loss_weight * value_loss + soft_term,
+            loss: policy_loss + self.config.value_loss_weight * value_loss + aux_terms,
             grad_norm,
             lr,
         })
     }
 
     /// burn's autodiff: the gradients, clipped, and `[policy ce, value ce, soft policy ce,
-    /// norm]` as one-element tensors on the inner device (read back once, with the weights'
-    /// probe).
+    /// short-term value ce, norm]` as one-element tensors on the inner device (read back
+    /// once, with the weights' probe).
     fn burn_grads(
         &self,
         net: Net,
         batch: &Batch,
-    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 4]) {
+    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 5]) {
         let n = batch.size;
         let device = &self.device;
         let x = Tensor::<4>::from_data(
@@ -334,12 +346,27 @@ impl Stepper {
         if let Some(ce) = &soft_ce {
             total = total + ce.clone().mul_scalar(self.config.soft_policy_weight);
         }
+        // Each horizon's three logits as a row of their own: one mean over positions and
+        // horizons.
+        let short_ce = heads.short_term_wdl.map(|logits| {
+            let rows = n * SHORT_TERM_VALUE_HORIZONS.len();
+            let target = Tensor::<2>::from_data(
+                TensorData::new(batch.short_term_wdl.clone(), [rows, 3]),
+                device,
+            );
+            (log_softmax(logits.reshape([rows, 3]), 1) * target)
+                .sum_dim(1)
+                .mean()
+                .neg()
+        });
+        if let Some(ce) = &short_ce {
+            total = total + ce.clone().mul_scalar(self.config.short_term_value_weight);
+        }
         let mut grads = GradientsParams::from_grads(total.backward(), &net);
         let (pce, vce) = (policy_ce.inner(), value_ce.inner());
-        let sce = match soft_ce {
-            Some(ce) => ce.inner(),
-            None => pce.clone().mul_scalar(0.0),
-        };
+        let zero = || pce.clone().mul_scalar(0.0);
+        let sce = soft_ce.map_or_else(zero, |ce| ce.inner());
+        let tce = short_ce.map_or_else(zero, |ce| ce.inner());
 
         let mut squares = GradSquares {
             grads: &grads,
@@ -348,7 +375,11 @@ impl Stepper {
         net.visit(&mut squares);
         if squares.sums.is_empty() {
             let zero = pce.clone();
-            return (net, Err(TrainError::NoGradients), [pce, vce, sce, zero]);
+            return (
+                net,
+                Err(TrainError::NoGradients),
+                [pce, vce, sce, tce, zero],
+            );
         }
         let norm = Tensor::cat(squares.sums, 0).sum().sqrt();
         if let Some(max_norm) = self.config.grad_clip_norm {
@@ -364,7 +395,7 @@ impl Stepper {
             };
             net.visit(&mut scaler);
         }
-        (net, Ok(grads), [pce, vce, sce, norm.inner()])
+        (net, Ok(grads), [pce, vce, sce, tce, norm.inner()])
     }
 
     /// The hand-written CPU pass (`yari_model::cpu::train`), clipped the way
@@ -373,7 +404,7 @@ impl Stepper {
         &self,
         net: Net,
         batch: &Batch,
-    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 4]) {
+    ) -> (Net, Result<GradientsParams, TrainError>, [Tensor<1>; 5]) {
         let inner = self.device.clone().without_autodiff();
         let scalar = |v: f64| Tensor::<1>::from_data(TensorData::new(vec![v as f32], [1]), &inner);
         let cpu_batch = TrainBatch {
@@ -381,6 +412,7 @@ impl Stepper {
             inputs: &batch.inputs,
             policy: &batch.policy,
             wdl: &batch.wdl,
+            short_term_wdl: &batch.short_term_wdl,
         };
         let out = match loss_and_grads(
             &net,
@@ -389,6 +421,7 @@ impl Stepper {
             LossWeights {
                 value: self.config.value_loss_weight as f32,
                 soft_policy: self.config.soft_policy_weight as f32,
+                short_term_value: self.config.short_term_value_weight as f32,
             },
         ) {
             Ok(out) => out,
@@ -397,7 +430,7 @@ impl Stepper {
                 return (
                     net,
                     Err(TrainError::Kernel(e)),
-                    [nan(), nan(), nan(), nan()],
+                    [nan(), nan(), nan(), nan(), nan()],
                 );
             }
         };
@@ -410,6 +443,7 @@ impl Stepper {
             scalar(out.policy_ce),
             scalar(out.value_ce),
             scalar(out.soft_policy_ce),
+            scalar(out.short_term_value_ce),
             scalar(norm as f64),
         ];
         if out.grads.is_empty() {
@@ -736,6 +770,7 @@ impl Trainer {
                 policy_loss: out.policy_loss,
                 policy_ce: out.policy_ce,
                 soft_policy_ce: out.soft_policy_ce,
+                short_term_value_ce: out.short_term_value_ce,
                 value_loss: out.value_loss,
                 lr: out.lr,
                 grad_norm: out.grad_norm,
@@ -908,6 +943,7 @@ mod tests {
             inputs: Vec::new(),
             policy: Vec::new(),
             wdl: Vec::new(),
+            short_term_wdl: Vec::new(),
             policy_entropy: 0.0,
         };
         let Err(err) = stepper.step(&batch) else {

@@ -23,6 +23,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use yari_model::net::{SHORT_TERM_VALUE_HORIZONS, SHORT_TERM_WDL_SIZE};
 use yari_rules::encoding::{encode, try_index_of, INPUT_SIZE, POLICY_SIZE};
 use yari_rules::{Move, Position};
 use yari_selfplay::{list_shards, read_shard, GameEnd, GameRecord, Sample};
@@ -440,14 +441,16 @@ impl WindowSnapshot {
         let mut inputs = vec![0.0f32; size * INPUT_SIZE];
         let mut policy = vec![0.0f32; size * POLICY_SIZE];
         let mut wdl = vec![0.0f32; size * 3];
+        let mut short_term_wdl = vec![0.0f32; size * SHORT_TERM_WDL_SIZE];
         let entropies: Vec<f64> = inputs
             .par_chunks_mut(INPUT_SIZE)
             .zip(policy.par_chunks_mut(POLICY_SIZE))
             .zip(wdl.par_chunks_mut(3))
+            .zip(short_term_wdl.par_chunks_mut(SHORT_TERM_WDL_SIZE))
             .zip(picks.par_iter())
-            .map(|(((x, p), v), &i)| {
+            .map(|((((x, p), v), st), &i)| {
                 let (game, sample) = self.locate(i);
-                write_sample(game, sample, self.value_mix, x, p, v)
+                write_sample(game, sample, self.value_mix, x, p, v, st)
             })
             .collect::<Result<_, _>>()?;
         let policy_entropy = (entropies.iter().sum::<f64>() / size as f64) as f32;
@@ -457,6 +460,7 @@ impl WindowSnapshot {
             inputs,
             policy,
             wdl,
+            short_term_wdl,
             policy_entropy,
         })
     }
@@ -472,8 +476,9 @@ struct ValueMix {
 }
 
 /// Replays `game` to its sample `sample` and writes the encoded position, the dense policy
-/// target and the WDL target (the game result, mixed with the search value by `mix`);
-/// returns the target's entropy (nats).
+/// target, the WDL target (the game result, mixed with the search value by `mix`) and the
+/// short-term WDL targets (one per [`SHORT_TERM_VALUE_HORIZONS`]); returns the policy
+/// target's entropy (nats).
 fn write_sample(
     game: &GameRecord,
     sample: usize,
@@ -481,6 +486,7 @@ fn write_sample(
     x: &mut [f32],
     p: &mut [f32],
     v: &mut [f32],
+    short_term: &mut [f32],
 ) -> Result<f64, TrainError> {
     let invalid = |what: String| TrainError::BadRecord {
         game_id: game.game_id,
@@ -517,6 +523,17 @@ fn write_sample(
         }
     }
     let result = game.wdl_target(&pos);
+    for (t, &horizon) in short_term
+        .chunks_exact_mut(3)
+        .zip(&SHORT_TERM_VALUE_HORIZONS)
+    {
+        t.copy_from_slice(&value_as_wdl(short_term_value(
+            game,
+            sample,
+            horizon,
+            result[0] - result[2],
+        )));
+    }
     let search = if mix.horizon > 0.0 {
         value_as_wdl(short_term_value(
             game,
@@ -595,6 +612,11 @@ pub struct Batch {
     pub policy: Vec<f32>,
     /// WDL targets `[size, 3]` from each position's side to move.
     pub wdl: Vec<f32>,
+    /// Short-term WDL targets `[size, SHORT_TERM_WDL_SIZE]`, horizon-major within a position:
+    /// [`short_term_value`] at each of [`SHORT_TERM_VALUE_HORIZONS`], as WDL. Built for every
+    /// batch (a few hundred additions a position, next to replaying its game); read only by a
+    /// net with the short-term value head.
+    pub short_term_wdl: Vec<f32>,
     /// Mean entropy of the policy targets (nats): subtracted from the policy cross-entropy so
     /// the reported policy loss is a KL divergence that can reach 0.
     pub policy_entropy: f32,
@@ -900,6 +922,40 @@ mod tests {
             assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
             assert!(row.iter().all(|&x| (0.0..=1.0).contains(&x)));
         }
+    }
+
+    /// Every batch carries the short-term targets, one WDL per horizon, whatever the main
+    /// value target's mix: horizon h's is the main target of a window that takes the search
+    /// value alone looked h plies ahead.
+    #[test]
+    fn batches_carry_a_short_term_target_per_horizon() {
+        let games = random_games(12, 150, 4);
+        let plain = WindowSnapshot::from_games(games.clone())
+            .batch(7, 2, 64)
+            .unwrap();
+        assert_eq!(plain.short_term_wdl.len(), 64 * SHORT_TERM_WDL_SIZE);
+        for (i, &horizon) in SHORT_TERM_VALUE_HORIZONS.iter().enumerate() {
+            let pure = WindowSnapshot::from_games(games.clone())
+                .with_search_value_weight(1.0)
+                .with_search_value_horizon(horizon)
+                .batch(7, 2, 64)
+                .unwrap();
+            assert_eq!(pure.inputs, plain.inputs);
+            assert_eq!(pure.short_term_wdl, plain.short_term_wdl);
+            for (main, short) in pure
+                .wdl
+                .chunks_exact(3)
+                .zip(plain.short_term_wdl.chunks_exact(SHORT_TERM_WDL_SIZE))
+            {
+                assert_eq!(main, &short[3 * i..3 * i + 3], "horizon {horizon}");
+            }
+        }
+        // And the horizons are not one target three times over: the shortest and the
+        // longest differ somewhere.
+        let rows: Vec<&[f32]> = plain.short_term_wdl.chunks_exact(3).collect();
+        assert!(rows
+            .chunks_exact(SHORT_TERM_VALUE_HORIZONS.len())
+            .any(|r| r[0] != r[2]));
     }
 
     #[test]

@@ -24,6 +24,10 @@ fn small_config(net: NetConfig) -> TrainConfig {
     };
     c.window.min_positions = 1;
     c.lr.warmup_steps = 2;
+    // The default net's short-term value head is on; these nets say for themselves.
+    if !net.short_term_value_head {
+        c.short_term_value_weight = 0.0;
+    }
     // The targets and schedule these tests were written for (the default run's are
     // search-value and surprise weighted, with the lr over the run's progress).
     c.lr.schedule = yari_train::LrScheduleKind::Constant;
@@ -327,6 +331,60 @@ fn the_soft_policy_head_trains_alike_on_both_paths() {
     t.train_steps(2, false).unwrap();
     let metrics = read_metrics(&run.join("metrics.jsonl")).unwrap();
     assert!(metrics.iter().all(|m| m.soft_policy_ce == 0.0));
+}
+
+/// The short-term value head the same way: both paths train it alike, its loss is recorded
+/// and counted in the total, the head moves, and a run with it does not resume without it.
+#[test]
+fn the_short_term_value_head_trains_alike_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = NetConfig {
+        short_term_value_head: true,
+        ..NetConfig::new(1, 8)
+    };
+    let (init, mut config) = initial_checkpoint(dir.path(), net);
+    config.short_term_value_weight = 1.5;
+    config.validate().unwrap();
+    let train = |name: &str, path: TrainPath| {
+        let run = dir.path().join(name);
+        write_random_games(&run, 6, 5);
+        let mut t = Trainer::open_with(&run, config.clone(), Some(&init)).unwrap();
+        t.set_train_path(path).unwrap();
+        t.train_steps(5, false).unwrap();
+        let metrics = read_metrics(&run.join("metrics.jsonl")).unwrap();
+        (weights_of(&t.latest_checkpoint_path()), metrics, run)
+    };
+    let (burn, burn_metrics, _) = train("burn", TrainPath::Burn);
+    let (cpu, cpu_metrics, cpu_run) = train("cpu", TrainPath::Cpu);
+    let diff = max_abs_diff(&burn, &cpu);
+    assert!(diff <= 1e-4, "weights differ by {diff}");
+    for (a, b) in burn_metrics.iter().zip(&cpu_metrics) {
+        assert!(a.short_term_value_ce > 0.0, "{a:?}");
+        assert_eq!(a.soft_policy_ce, 0.0, "{a:?}");
+        assert!(
+            (a.short_term_value_ce - b.short_term_value_ce).abs() <= 1e-4 * a.short_term_value_ce,
+            "short-term value loss: burn {} vs cpu {}",
+            a.short_term_value_ce,
+            b.short_term_value_ce
+        );
+        let expected = a.policy_loss + a.value_loss + 1.5 * a.short_term_value_ce;
+        assert!((a.loss - expected).abs() <= 1e-6 * expected, "{a:?}");
+    }
+    // The head is the net's last field: its weight `[hidden, 9]` and bias `[9]` are the last
+    // values in visit order.
+    let start = weights_of(&init);
+    let width = yari_model::net::SHORT_TERM_WDL_SIZE;
+    let tail = start.len() - (net.value_hidden * width + width);
+    let moved = max_abs_diff(&burn[tail..], &start[tail..]);
+    assert!(moved > 1e-3, "the short-term head moved by only {moved}");
+    let err = Trainer::open(&cpu_run, small_config(NetConfig::new(1, 8)))
+        .err()
+        .expect("a run with the head must not resume without it");
+    assert!(
+        err.to_string()
+            .contains("short_term_value_head is true, expected false"),
+        "{err}"
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -15,7 +15,9 @@
 //! layer's momentum. The losses are the trainer's: policy cross-entropy of the logits over
 //! the whole policy space against the dense target, plus `value_loss_weight` times the WDL
 //! cross-entropy, plus (for a net with the soft policy head) `soft_policy_weight` times that
-//! head's cross-entropy against the softened target, all averaged over the batch.
+//! head's cross-entropy against the softened target, plus (for a net with the short-term value
+//! head) `short_term_value_weight` times that head's WDL cross-entropy averaged over its
+//! horizons, all averaged over the batch.
 //!
 //! Only the loss and the gradients are computed here; the burn [`Net`] stays the owner of
 //! the weights, and the trainer's burn optimizer applies the gradients, so optimizer state and
@@ -29,7 +31,9 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rayon::prelude::*;
 
 use super::{im2col, CpuNetError};
-use crate::net::{soft_policy_target, Net, NetConfig, SQUARES};
+use crate::net::{
+    soft_policy_target, Net, NetConfig, SHORT_TERM_VALUE_HORIZONS, SHORT_TERM_WDL_SIZE, SQUARES,
+};
 
 /// Positions per parallel block: 16 x 63 = 1008 GEMM rows, an im2col block of a trunk layer
 /// (1008 x 288 floats for 32 channels, 1.2 MB) near a core's L2 cache.
@@ -55,8 +59,11 @@ pub struct TrainGrads {
     pub value_ce: f64,
     /// Soft policy cross-entropy against the softened targets, batch mean (0 without the head).
     pub soft_policy_ce: f64,
+    /// Short-term WDL cross-entropy, mean over the horizons and the batch (0 without the head).
+    pub short_term_value_ce: f64,
     /// Gradient of `policy_ce + weights.value * value_ce + weights.soft_policy *
-    /// soft_policy_ce` for every trainable parameter.
+    /// soft_policy_ce + weights.short_term_value * short_term_value_ce` for every trainable
+    /// parameter.
     pub grads: Vec<ParamGrad>,
 }
 
@@ -67,6 +74,8 @@ pub struct LossWeights {
     pub value: f32,
     /// Of the soft policy cross-entropy (used only by a net with the soft policy head).
     pub soft_policy: f32,
+    /// Of the short-term value cross-entropy (used only by a net with that head).
+    pub short_term_value: f32,
 }
 
 impl TrainGrads {
@@ -116,6 +125,9 @@ pub struct TrainBatch<'a> {
     pub policy: &'a [f32],
     /// `[n, 3]`.
     pub wdl: &'a [f32],
+    /// `[n, 3 * horizons]`, horizon-major within a position (the short-term value head's
+    /// layout); read only for a net with that head.
+    pub short_term_wdl: &'a [f32],
 }
 
 fn floats<const D: usize>(t: Tensor<D>, what: &str) -> Result<Vec<f32>, CpuNetError> {
@@ -822,6 +834,34 @@ pub fn loss_and_grads(
     let fc_b = linear_bias(&net.value_fc, hid, "value_fc.bias")?;
     let out_w = param_floats(&net.value_out.weight, hid * 3, "value_out")?;
     let out_b = linear_bias(&net.value_out, 3, "value_out.bias")?;
+    // short_term_value_out: [hid, 3 * horizons], as value_out.
+    let sw = SHORT_TERM_WDL_SIZE;
+    let short = match (&net.short_term_value_out, config.short_term_value_head) {
+        (Some(layer), true) => {
+            if batch.short_term_wdl.len() != n * sw {
+                return Err(CpuNetError(format!(
+                    "batch of {n}: {} short-term WDL values, expected {}",
+                    batch.short_term_wdl.len(),
+                    n * sw
+                )));
+            }
+            let w = param_floats(&layer.weight, hid * sw, "short_term_value_out")?;
+            let b = linear_bias(layer, sw, "short_term_value_out.bias")?;
+            Some((layer, w, b))
+        }
+        (None, false) => None,
+        (layer, head) => {
+            return Err(CpuNetError(format!(
+                "the config {} a short-term value head, the net {}",
+                if head { "has" } else { "has no" },
+                if layer.is_some() {
+                    "has one"
+                } else {
+                    "has none"
+                }
+            )))
+        }
+    };
 
     // Input planes [n, cin0, 63] -> channels last [n * 63, cin0].
     let mut x0 = vec![0.0f32; rows * cin0];
@@ -935,20 +975,24 @@ pub fn loss_and_grads(
     let vwidth = SQUARES * vc;
     let vscale = value_loss_weight * inv_n;
     let mut dav = vec![0.0f32; rows * vc];
-    type ValueAcc = (f64, Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>);
-    let (value_loss, fc_dw, fc_db, out_dw, out_db) = blocks_fold(
+    // Each horizon's cross-entropy is one term of a mean over the horizons.
+    let short_scale = weights.short_term_value * inv_n / SHORT_TERM_VALUE_HORIZONS.len() as f32;
+    let sw_used = if short.is_some() { sw } else { 0 };
+    let acc = blocks_fold(
         &mut dav,
         CHUNK * vwidth,
-        || -> ValueAcc {
-            (
-                0.0f64,
-                vec![0.0f32; vwidth * hid],
-                vec![0.0f32; hid],
-                vec![0.0f32; hid * 3],
-                vec![0.0f32; 3],
-            )
-        },
-        |(loss, fdw, fdb, odw, odb), i, dxc| {
+        || ValueAcc::new(vwidth, hid, sw_used),
+        |acc, i, dxc| {
+            let ValueAcc {
+                loss,
+                fdw,
+                fdb,
+                odw,
+                odb,
+                short_loss,
+                sdw,
+                sdb,
+            } = acc;
             let a = rows_of(&av, i, vc);
             let m = a.len() / vwidth;
             let p0 = i * CHUNK;
@@ -983,6 +1027,34 @@ pub fn loss_and_grads(
             add_col_sums(odb, &wdl);
             let mut dh = vec![0.0f32; m * hid];
             gemm(m, hid, 3, &mut dh, hid, false, &wdl, 3, 1, &out_w, 1, 3);
+            if let Some((_, s_w, s_b)) = &short {
+                let mut logits = vec![0.0f32; m * sw];
+                gemm(
+                    m,
+                    sw,
+                    hid,
+                    &mut logits,
+                    sw,
+                    false,
+                    &hidden,
+                    hid,
+                    1,
+                    s_w,
+                    sw,
+                    1,
+                );
+                for (j, row) in logits.chunks_exact_mut(sw).enumerate() {
+                    add_into(row, s_b);
+                    let t = &batch.short_term_wdl[(p0 + j) * sw..(p0 + j + 1) * sw];
+                    for (z, th) in row.chunks_exact_mut(3).zip(t.chunks_exact(3)) {
+                        *short_loss += softmax_ce(z, th, short_scale);
+                    }
+                }
+                // The logits now hold d loss / d logits.
+                gemm(hid, sw, m, sdw, sw, true, &hidden, 1, hid, &logits, sw, 1);
+                add_col_sums(sdb, &logits);
+                gemm(m, hid, sw, &mut dh, hid, true, &logits, sw, 1, s_w, 1, sw);
+            }
             for (d, h) in dh.iter_mut().zip(&hidden) {
                 if *h <= 0.0 {
                     *d = 0.0;
@@ -994,16 +1066,18 @@ pub fn loss_and_grads(
                 m, vwidth, hid, dxc, vwidth, false, &dh, hid, 1, &fc_w, 1, hid,
             );
         },
-        |a: ValueAcc, b: ValueAcc| {
-            (
-                a.0 + b.0,
-                sum_vecs(a.1, b.1),
-                sum_vecs(a.2, b.2),
-                sum_vecs(a.3, b.3),
-                sum_vecs(a.4, b.4),
-            )
-        },
+        ValueAcc::merge,
     );
+    let ValueAcc {
+        loss: value_loss,
+        fdw: fc_dw,
+        fdb: fc_db,
+        odw: out_dw,
+        odb: out_db,
+        short_loss,
+        sdw: short_dw,
+        sdb: short_db,
+    } = acc;
     let value_ce = value_loss / n as f64;
 
     // ---- backward ----
@@ -1113,6 +1187,20 @@ pub fn loss_and_grads(
             values: out_db,
         });
     }
+    if let Some((layer, ..)) = &short {
+        grads.push(ParamGrad {
+            id: layer.weight.id,
+            shape: vec![hid, sw],
+            values: short_dw,
+        });
+        if let Some(b) = &layer.bias {
+            grads.push(ParamGrad {
+                id: b.id,
+                shape: vec![sw],
+                values: short_db,
+            });
+        }
+    }
 
     // Trunk, last block first. `dh` is the gradient of the block's output.
     let mut dh = dtrunk;
@@ -1161,6 +1249,8 @@ pub fn loss_and_grads(
         policy_ce: policy_loss / n as f64,
         value_ce,
         soft_policy_ce: soft_loss / n as f64,
+        // softmax_ce returns each term unscaled: this is the mean over positions and horizons.
+        short_term_value_ce: short_loss / (n * SHORT_TERM_VALUE_HORIZONS.len()) as f64,
         grads,
     })
 }
@@ -1219,6 +1309,47 @@ impl PolicyAcc {
             target: a.target,
             soft_logits: a.soft_logits,
             soft_plane: a.soft_plane,
+        }
+    }
+}
+
+/// The value head's per-block accumulators: its loss and its layers' weight gradients
+/// (`sw` short-term logits; 0 without that head).
+struct ValueAcc {
+    loss: f64,
+    fdw: Vec<f32>,
+    fdb: Vec<f32>,
+    odw: Vec<f32>,
+    odb: Vec<f32>,
+    short_loss: f64,
+    sdw: Vec<f32>,
+    sdb: Vec<f32>,
+}
+
+impl ValueAcc {
+    fn new(vwidth: usize, hid: usize, sw: usize) -> Self {
+        Self {
+            loss: 0.0,
+            fdw: vec![0.0; vwidth * hid],
+            fdb: vec![0.0; hid],
+            odw: vec![0.0; hid * 3],
+            odb: vec![0.0; 3],
+            short_loss: 0.0,
+            sdw: vec![0.0; hid * sw],
+            sdb: vec![0.0; sw],
+        }
+    }
+
+    fn merge(a: Self, b: Self) -> Self {
+        Self {
+            loss: a.loss + b.loss,
+            fdw: sum_vecs(a.fdw, b.fdw),
+            fdb: sum_vecs(a.fdb, b.fdb),
+            odw: sum_vecs(a.odw, b.odw),
+            odb: sum_vecs(a.odb, b.odb),
+            short_loss: a.short_loss + b.short_loss,
+            sdw: sum_vecs(a.sdw, b.sdw),
+            sdb: sum_vecs(a.sdb, b.sdb),
         }
     }
 }
