@@ -11,7 +11,8 @@ use yari_search::UniformEvaluator;
 use yari_selfplay::{run_selfplay, write_shard, RunOptions, SelfplayConfig, ShardWriter};
 use yari_train::plot::{plot_run, RunRatings};
 use yari_train::{
-    random_games, read_metrics, OptimizerKind, TrainConfig, TrainError, TrainPath, Trainer,
+    random_games, read_metrics, OptimizerKind, StepMetrics, TrainConfig, TrainError, TrainPath,
+    Trainer,
 };
 
 /// A config for tiny nets and tiny data, so each test takes seconds on two cores.
@@ -268,6 +269,32 @@ fn a_state_written_by_one_training_path_resumes_on_the_other() {
     }
 }
 
+/// Five steps from `init` on each training path over the same random games (`games_seed`),
+/// in `dir/burn` and `dir/cpu`: checks that the two runs' weights agree, and returns the burn
+/// run's weights, both runs' metrics and the CPU run's directory.
+fn train_on_both_paths(
+    dir: &Path,
+    init: &Path,
+    config: &TrainConfig,
+    games_seed: u64,
+) -> (Vec<f32>, Vec<StepMetrics>, Vec<StepMetrics>, PathBuf) {
+    config.validate().unwrap();
+    let train = |name: &str, path: TrainPath| {
+        let run = dir.join(name);
+        write_random_games(&run, 6, games_seed);
+        let mut t = Trainer::open_with(&run, config.clone(), Some(init)).unwrap();
+        t.set_train_path(path).unwrap();
+        t.train_steps(5, false).unwrap();
+        let metrics = read_metrics(&run.join("metrics.jsonl")).unwrap();
+        (weights_of(&t.latest_checkpoint_path()), metrics, run)
+    };
+    let (burn, burn_metrics, _) = train("burn", TrainPath::Burn);
+    let (cpu, cpu_metrics, cpu_run) = train("cpu", TrainPath::Cpu);
+    let diff = max_abs_diff(&burn, &cpu);
+    assert!(diff <= 1e-4, "weights differ by {diff}");
+    (burn, burn_metrics, cpu_metrics, cpu_run)
+}
+
 /// A net with the soft policy head trains the same on both paths (the hand-written step's
 /// soft head against burn's autodiff, through whole optimizer steps), the head's loss is
 /// recorded, and every part of the net moves, the head included. A run without the head
@@ -282,20 +309,8 @@ fn the_soft_policy_head_trains_alike_on_both_paths() {
     };
     let (init, mut config) = initial_checkpoint(dir.path(), net);
     config.soft_policy_weight = 8.0;
-    config.validate().unwrap();
-    let train = |name: &str, path: TrainPath| {
-        let run = dir.path().join(name);
-        write_random_games(&run, 6, 3);
-        let mut t = Trainer::open_with(&run, config.clone(), Some(&init)).unwrap();
-        t.set_train_path(path).unwrap();
-        t.train_steps(5, false).unwrap();
-        let metrics = read_metrics(&run.join("metrics.jsonl")).unwrap();
-        (weights_of(&t.latest_checkpoint_path()), metrics, run)
-    };
-    let (burn, burn_metrics, _) = train("burn", TrainPath::Burn);
-    let (cpu, cpu_metrics, cpu_run) = train("cpu", TrainPath::Cpu);
-    let diff = max_abs_diff(&burn, &cpu);
-    assert!(diff <= 1e-4, "weights differ by {diff}");
+    let (burn, burn_metrics, cpu_metrics, cpu_run) =
+        train_on_both_paths(dir.path(), &init, &config, 3);
     for (a, b) in burn_metrics.iter().zip(&cpu_metrics) {
         assert!(a.soft_policy_ce > 0.0, "{a:?}");
         assert!(
@@ -344,20 +359,8 @@ fn the_short_term_value_head_trains_alike_on_both_paths() {
     };
     let (init, mut config) = initial_checkpoint(dir.path(), net);
     config.short_term_value_weight = 1.5;
-    config.validate().unwrap();
-    let train = |name: &str, path: TrainPath| {
-        let run = dir.path().join(name);
-        write_random_games(&run, 6, 5);
-        let mut t = Trainer::open_with(&run, config.clone(), Some(&init)).unwrap();
-        t.set_train_path(path).unwrap();
-        t.train_steps(5, false).unwrap();
-        let metrics = read_metrics(&run.join("metrics.jsonl")).unwrap();
-        (weights_of(&t.latest_checkpoint_path()), metrics, run)
-    };
-    let (burn, burn_metrics, _) = train("burn", TrainPath::Burn);
-    let (cpu, cpu_metrics, cpu_run) = train("cpu", TrainPath::Cpu);
-    let diff = max_abs_diff(&burn, &cpu);
-    assert!(diff <= 1e-4, "weights differ by {diff}");
+    let (burn, burn_metrics, cpu_metrics, cpu_run) =
+        train_on_both_paths(dir.path(), &init, &config, 5);
     for (a, b) in burn_metrics.iter().zip(&cpu_metrics) {
         assert!(a.short_term_value_ce > 0.0, "{a:?}");
         assert_eq!(a.soft_policy_ce, 0.0, "{a:?}");

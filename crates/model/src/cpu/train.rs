@@ -803,17 +803,7 @@ pub fn loss_and_grads(
             Some((layer, w, b))
         }
         (None, false) => None,
-        (layer, head) => {
-            return Err(CpuNetError(format!(
-                "the config {} a soft policy head, the net {}",
-                if head { "has" } else { "has no" },
-                if layer.is_some() {
-                    "has one"
-                } else {
-                    "has none"
-                }
-            )))
-        }
+        (layer, head) => return Err(head_mismatch("soft policy", head, layer.is_some())),
     };
     let vconv_raw = param_floats(&net.value_conv.weight, vc * c, "value_conv")?;
     let vconv_w: Vec<f32> = (0..c * vc)
@@ -850,17 +840,7 @@ pub fn loss_and_grads(
             Some((layer, w, b))
         }
         (None, false) => None,
-        (layer, head) => {
-            return Err(CpuNetError(format!(
-                "the config {} a short-term value head, the net {}",
-                if head { "has" } else { "has no" },
-                if layer.is_some() {
-                    "has one"
-                } else {
-                    "has none"
-                }
-            )))
-        }
+        (layer, head) => return Err(head_mismatch("short-term value", head, layer.is_some())),
     };
 
     // Input planes [n, cin0, 63] -> channels last [n * 63, cin0].
@@ -1311,6 +1291,15 @@ impl PolicyAcc {
             soft_plane: a.soft_plane,
         }
     }
+}
+
+/// A config and a net that disagree about an auxiliary head.
+fn head_mismatch(head: &str, in_config: bool, in_net: bool) -> CpuNetError {
+    CpuNetError(format!(
+        "the config {} a {head} head, the net {}",
+        if in_config { "has" } else { "has no" },
+        if in_net { "has one" } else { "has none" }
+    ))
 }
 
 /// The value head's per-block accumulators: its loss and its layers' weight gradients
