@@ -784,22 +784,10 @@ pub fn loss_and_grads(
     }
     let pconv = Conv3::new(&net.policy_conv, c, c, "policy_conv")?;
     let pbn = Bn::new(&net.policy_bn, c, "policy_bn")?;
-    // policy_out: [pp, c, 1, 1] -> [c, pp]
-    let po_raw = param_floats(&net.policy_out.weight, pp * c, "policy_out")?;
-    let po_w: Vec<f32> = (0..c * pp).map(|i| po_raw[(i % pp) * c + i / pp]).collect();
-    let po_b = match &net.policy_out.bias {
-        Some(b) => param_floats(b, pp, "policy_out.bias")?,
-        None => vec![0.0; pp],
-    };
-    // soft_policy_out, the same layout as policy_out.
+    let (po_w, po_b) = output_conv(&net.policy_out, c, pp, "policy_out")?;
     let soft = match (&net.soft_policy_out, config.soft_policy_head) {
         (Some(layer), true) => {
-            let raw = param_floats(&layer.weight, pp * c, "soft_policy_out")?;
-            let w: Vec<f32> = (0..c * pp).map(|i| raw[(i % pp) * c + i / pp]).collect();
-            let b = match &layer.bias {
-                Some(b) => param_floats(b, pp, "soft_policy_out.bias")?,
-                None => vec![0.0; pp],
-            };
+            let (w, b) = output_conv(layer, c, pp, "soft_policy_out")?;
             Some((layer, w, b))
         }
         (None, false) => None,
@@ -1077,31 +1065,9 @@ pub fn loss_and_grads(
     );
     grads.push(pconv.grad(&pconv_dw));
     grads.extend(BnStats::param_grads(&pbn, &sums_p));
-    grads.push(ParamGrad {
-        id: net.policy_out.weight.id,
-        shape: vec![pp, c, 1, 1],
-        values: (0..pp * c).map(|i| po_dw[(i % c) * pp + i / c]).collect(),
-    });
-    if let Some(b) = &net.policy_out.bias {
-        grads.push(ParamGrad {
-            id: b.id,
-            shape: vec![pp],
-            values: po_db,
-        });
-    }
+    grads.extend(output_conv_grads(&net.policy_out, c, pp, &po_dw, po_db));
     if let Some((layer, ..)) = &soft {
-        grads.push(ParamGrad {
-            id: layer.weight.id,
-            shape: vec![pp, c, 1, 1],
-            values: (0..pp * c).map(|i| so_dw[(i % c) * pp + i / c]).collect(),
-        });
-        if let Some(b) = &layer.bias {
-            grads.push(ParamGrad {
-                id: b.id,
-                shape: vec![pp],
-                values: so_db,
-            });
-        }
+        grads.extend(output_conv_grads(layer, c, pp, &so_dw, so_db));
     }
 
     // Value head: bn + 1x1 conv, added into the trunk output's gradient.
@@ -1155,31 +1121,9 @@ pub fn loss_and_grads(
             values: fc_db,
         });
     }
-    grads.push(ParamGrad {
-        id: net.value_out.weight.id,
-        shape: vec![hid, 3],
-        values: out_dw,
-    });
-    if let Some(b) = &net.value_out.bias {
-        grads.push(ParamGrad {
-            id: b.id,
-            shape: vec![3],
-            values: out_db,
-        });
-    }
+    grads.extend(linear_grads(&net.value_out, hid, 3, out_dw, out_db));
     if let Some((layer, ..)) = &short {
-        grads.push(ParamGrad {
-            id: layer.weight.id,
-            shape: vec![hid, sw],
-            values: short_dw,
-        });
-        if let Some(b) = &layer.bias {
-            grads.push(ParamGrad {
-                id: b.id,
-                shape: vec![sw],
-                values: short_db,
-            });
-        }
+        grads.extend(linear_grads(layer, hid, sw, short_dw, short_db));
     }
 
     // Trunk, last block first. `dh` is the gradient of the block's output.
@@ -1341,6 +1285,74 @@ impl ValueAcc {
             sdb: sum_vecs(a.sdb, b.sdb),
         }
     }
+}
+
+/// A 1x1 output convolution `[cout, cin, 1, 1]` (with its bias, zeros without one) as the
+/// `[cin, cout]` matrix the channels-last GEMMs take.
+fn output_conv(
+    layer: &Conv2d,
+    cin: usize,
+    cout: usize,
+    what: &str,
+) -> Result<(Vec<f32>, Vec<f32>), CpuNetError> {
+    let raw = param_floats(&layer.weight, cout * cin, what)?;
+    let w = (0..cin * cout)
+        .map(|i| raw[(i % cout) * cin + i / cout])
+        .collect();
+    let b = match &layer.bias {
+        Some(b) => param_floats(b, cout, &format!("{what}.bias"))?,
+        None => vec![0.0; cout],
+    };
+    Ok((w, b))
+}
+
+/// The gradients of an [`output_conv`] layer from its `[cin, cout]` weight gradient `dw` and
+/// its bias gradient, in burn's layout.
+fn output_conv_grads(
+    layer: &Conv2d,
+    cin: usize,
+    cout: usize,
+    dw: &[f32],
+    db: Vec<f32>,
+) -> Vec<ParamGrad> {
+    let mut out = vec![ParamGrad {
+        id: layer.weight.id,
+        shape: vec![cout, cin, 1, 1],
+        values: (0..cout * cin)
+            .map(|i| dw[(i % cin) * cout + i / cin])
+            .collect(),
+    }];
+    if let Some(b) = &layer.bias {
+        out.push(ParamGrad {
+            id: b.id,
+            shape: vec![cout],
+            values: db,
+        });
+    }
+    out
+}
+
+/// The gradients of a linear layer `[input, output]` (burn's layout, the GEMMs' too).
+fn linear_grads(
+    layer: &Linear,
+    input: usize,
+    output: usize,
+    dw: Vec<f32>,
+    db: Vec<f32>,
+) -> Vec<ParamGrad> {
+    let mut out = vec![ParamGrad {
+        id: layer.weight.id,
+        shape: vec![input, output],
+        values: dw,
+    }];
+    if let Some(b) = &layer.bias {
+        out.push(ParamGrad {
+            id: b.id,
+            shape: vec![output],
+            values: db,
+        });
+    }
+    out
 }
 
 fn linear_bias(layer: &Linear, len: usize, what: &str) -> Result<Vec<f32>, CpuNetError> {
