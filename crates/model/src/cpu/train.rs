@@ -1315,21 +1315,14 @@ fn output_conv_grads(
     dw: &[f32],
     db: Vec<f32>,
 ) -> Vec<ParamGrad> {
-    let mut out = vec![ParamGrad {
+    let weight = ParamGrad {
         id: layer.weight.id,
         shape: vec![cout, cin, 1, 1],
         values: (0..cout * cin)
             .map(|i| dw[(i % cin) * cout + i / cin])
             .collect(),
-    }];
-    if let Some(b) = &layer.bias {
-        out.push(ParamGrad {
-            id: b.id,
-            shape: vec![cout],
-            values: db,
-        });
-    }
-    out
+    };
+    with_bias_grad(weight, layer.bias.as_ref(), db)
 }
 
 /// The gradients of a linear layer `[input, output]` (burn's layout, the GEMMs' too).
@@ -1340,15 +1333,25 @@ fn linear_grads(
     dw: Vec<f32>,
     db: Vec<f32>,
 ) -> Vec<ParamGrad> {
-    let mut out = vec![ParamGrad {
+    let weight = ParamGrad {
         id: layer.weight.id,
         shape: vec![input, output],
         values: dw,
-    }];
-    if let Some(b) = &layer.bias {
+    };
+    with_bias_grad(weight, layer.bias.as_ref(), db)
+}
+
+/// A layer's weight gradient, and its bias gradient `db` when the layer has a bias.
+fn with_bias_grad(
+    weight: ParamGrad,
+    bias: Option<&Param<Tensor<1>>>,
+    db: Vec<f32>,
+) -> Vec<ParamGrad> {
+    let mut out = vec![weight];
+    if let Some(b) = bias {
         out.push(ParamGrad {
             id: b.id,
-            shape: vec![output],
+            shape: vec![db.len()],
             values: db,
         });
     }
