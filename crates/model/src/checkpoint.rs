@@ -301,17 +301,26 @@ fn architecture_mismatch(found: NetConfig, expected: NetConfig) -> CheckpointErr
         expected.value_channels,
     );
     cmp("value_hidden", found.value_hidden, expected.value_hidden);
-    if found.soft_policy_head != expected.soft_policy_head {
-        diffs.push(format!(
-            "soft_policy_head is {}, expected {}",
-            found.soft_policy_head, expected.soft_policy_head
-        ));
-    }
-    if found.short_term_value_head != expected.short_term_value_head {
-        diffs.push(format!(
-            "short_term_value_head is {}, expected {}",
-            found.short_term_value_head, expected.short_term_value_head
-        ));
+    for (name, f, e) in [
+        (
+            "soft_policy_head",
+            found.soft_policy_head,
+            expected.soft_policy_head,
+        ),
+        (
+            "short_term_value_head",
+            found.short_term_value_head,
+            expected.short_term_value_head,
+        ),
+        (
+            "global_pooling",
+            found.global_pooling,
+            expected.global_pooling,
+        ),
+    ] {
+        if f != e {
+            diffs.push(format!("{name} is {f}, expected {e}"));
+        }
     }
     CheckpointError::ArchitectureMismatch {
         found: Box::new(found),

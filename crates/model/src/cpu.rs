@@ -118,6 +118,40 @@ impl Bf16Layers {
 /// core's L2 cache; the sizes tried: `docs/experiments.md`, "Speed history".
 const CHUNK: usize = 8;
 
+/// One residual block: two convolutions and, with [`NetConfig::global_pooling`], the linear
+/// layer from the board mean of the first one's output to a bias for every square.
+#[derive(Clone, Debug)]
+struct Block {
+    conv1: Conv3x3,
+    conv2: Conv3x3,
+    pool: Option<Dense>,
+}
+
+/// The board mean of each of the first `c` channels of `n` positions' channels-last
+/// activations (`[n][63][stride]`), `[n, c]`.
+fn board_means(y: &[f32], n: usize, stride: usize, c: usize) -> Vec<f32> {
+    let mut means = vec![0.0f32; n * c];
+    for (p, mean) in means.chunks_exact_mut(c).enumerate() {
+        for row in y[p * SQUARES * stride..(p + 1) * SQUARES * stride].chunks_exact(stride) {
+            for (m, &v) in mean.iter_mut().zip(&row[..c]) {
+                *m += v;
+            }
+        }
+        let inv = 1.0 / SQUARES as f32;
+        mean.iter_mut().for_each(|m| *m *= inv);
+    }
+    means
+}
+
+/// The global pooling bias of `n` positions, `[n, c]`: `pool` applied to their board means.
+fn pooling_bias(pool: &Dense, y: &[f32], n: usize, stride: usize) -> Vec<f32> {
+    let c = pool.din;
+    let means = board_means(y, n, stride, c);
+    let mut bias = vec![0.0f32; n * pool.dout];
+    pool.forward(&means, false, &mut bias);
+    bias
+}
+
 /// A 3x3 same-padded convolution with its batch norm folded in.
 #[derive(Clone, Debug)]
 pub(crate) struct Conv3x3 {
@@ -150,7 +184,7 @@ pub struct CpuNetError(String);
 pub struct CpuNet {
     config: NetConfig,
     stem: Conv3x3,
-    blocks: Vec<(Conv3x3, Conv3x3)>,
+    blocks: Vec<Block>,
     policy_conv: Conv3x3,
     policy_out: Dense,
     value_conv: Dense,
@@ -419,10 +453,22 @@ impl CpuNet {
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                Ok((
-                    fold_conv3x3(&b.conv1, &b.bn1, c, c, &format!("block {i} conv1"))?,
-                    fold_conv3x3(&b.conv2, &b.bn2, c, c, &format!("block {i} conv2"))?,
-                ))
+                let pool = match (&b.pool, config.global_pooling) {
+                    (Some(layer), true) => Some(linear(layer, c, c, &format!("block {i} pool"))?),
+                    (None, false) => None,
+                    (_, pooling) => {
+                        return Err(CpuNetError(format!(
+                            "block {i}: the config {} global pooling, the net {}",
+                            if pooling { "has" } else { "has no" },
+                            if pooling { "has none" } else { "has it" }
+                        )))
+                    }
+                };
+                Ok(Block {
+                    conv1: fold_conv3x3(&b.conv1, &b.bn1, c, c, &format!("block {i} conv1"))?,
+                    conv2: fold_conv3x3(&b.conv2, &b.bn2, c, c, &format!("block {i} conv2"))?,
+                    pool,
+                })
             })
             .collect::<Result<Vec<_>, CpuNetError>>()?;
         let policy_conv = fold_conv3x3(&net.policy_conv, &net.policy_bn, c, c, "policy conv")?;
@@ -448,7 +494,7 @@ impl CpuNet {
             stem: Bf16Layers::conv3(&stem),
             blocks: blocks
                 .iter()
-                .map(|(a, b)| (Bf16Layers::conv3(a), Bf16Layers::conv3(b)))
+                .map(|b| (Bf16Layers::conv3(&b.conv1), Bf16Layers::conv3(&b.conv2)))
                 .collect(),
             policy_conv: Bf16Layers::conv3(&policy_conv),
             policy_out: Bf16Layers::conv1(&policy_out),
@@ -556,9 +602,17 @@ impl CpuNet {
         let mut y = vec![0.0; n * SQUARES * c];
         let mut z = vec![0.0; n * SQUARES * c];
         self.stem.forward(&x0, None, &mut x, col_stem);
-        for (conv1, conv2) in &self.blocks {
-            conv1.forward(&x, None, &mut y, col_trunk);
-            conv2.forward(&y, Some(&x), &mut z, col_trunk);
+        for block in &self.blocks {
+            block.conv1.forward(&x, None, &mut y, col_trunk);
+            if let Some(pool) = &block.pool {
+                let bias = pooling_bias(pool, &y, n, c);
+                for (rows, b) in y.chunks_exact_mut(SQUARES * c).zip(bias.chunks_exact(c)) {
+                    for row in rows.chunks_exact_mut(c) {
+                        add_assign(row, b);
+                    }
+                }
+            }
+            block.conv2.forward(&y, Some(&x), &mut z, col_trunk);
             std::mem::swap(&mut x, &mut z);
         }
         // Policy: 3x3 conv, then the 1x1 conv to policy planes, returned plane-major.
@@ -596,6 +650,9 @@ struct Bf16Buffers {
     cs: usize,
     /// The residual stream in f32 (skip connections add it unrounded), `[n][63][cs]`.
     x: Vec<f32>,
+    /// A block's middle activation in f32 before its global pooling bias, `[n][63][cs]`
+    /// (empty without global pooling).
+    y: Vec<f32>,
     /// Policy logits `[n][63][policy stride]`.
     logits: Vec<f32>,
     /// Value planes `[n][63][value stride]`, and compacted `[n][63 * value_channels]`.
@@ -615,6 +672,14 @@ impl Bf16Buffers {
             yb: vec![0; n * PSQ * cs],
             cs,
             x: vec![0.0; n * SQUARES * cs],
+            y: vec![
+                0.0;
+                if cfg.global_pooling {
+                    n * SQUARES * cs
+                } else {
+                    0
+                }
+            ],
             logits: vec![0.0; n * SQUARES * fast.policy_out.cout_pad()],
             value: vec![0.0; n * SQUARES * fast.value_conv.cout_pad()],
             value_compact: vec![0.0; n * SQUARES * cfg.value_channels],
@@ -661,8 +726,27 @@ impl CpuNet {
             Some(&mut b.xb),
             true,
         );
-        for (conv1, conv2) in &fast.blocks {
-            conv1.forward(n, &b.xb, cs, false, None, Some(&mut b.yb), true);
+        for ((conv1, conv2), block) in fast.blocks.iter().zip(&self.blocks) {
+            match &block.pool {
+                None => conv1.forward(n, &b.xb, cs, false, None, Some(&mut b.yb), true),
+                Some(pool) => {
+                    // The pooled bias is added in f32 and the sum rounded once.
+                    conv1.forward(n, &b.xb, cs, false, Some(&mut b.y), None, true);
+                    let c = pool.dout;
+                    let bias = pooling_bias(pool, &b.y, n, cs);
+                    for p in 0..n {
+                        let bias = &bias[p * c..(p + 1) * c];
+                        for sq in 0..SQUARES {
+                            let row = &b.y[(p * SQUARES + sq) * cs..][..c];
+                            let padded_sq = (sq / FILES + 1) * bf16::PF + sq % FILES + 1;
+                            let out = &mut b.yb[(p * PSQ + padded_sq) * cs..][..c];
+                            for ((o, &v), &d) in out.iter_mut().zip(row).zip(bias) {
+                                *o = bf16::to_bf16(v + d);
+                            }
+                        }
+                    }
+                }
+            }
             conv2.forward(n, &b.yb, cs, true, Some(&mut b.x), Some(&mut b.xb), true);
         }
         fast.policy_conv
@@ -692,6 +776,12 @@ impl CpuNet {
         self.value_fc
             .forward(&b.value_compact[..n * SQUARES * vc], true, hidden);
         self.value_out.forward(hidden, false, wdl);
+    }
+}
+
+fn add_assign(acc: &mut [f32], other: &[f32]) {
+    for (a, b) in acc.iter_mut().zip(other) {
+        *a += b;
     }
 }
 

@@ -77,6 +77,16 @@ pub struct NetConfig {
     /// Absent in files written before it existed.
     #[serde(default)]
     pub short_term_value_head: bool,
+    /// Global pooling in every residual block (KataGo's global pooling bias, average only):
+    /// the mean of the block's middle activation over the board goes through a linear layer,
+    /// and the result is added to every square's channels before the second convolution. A
+    /// 3x3 trunk sees the whole board only after several blocks, and what is global (pieces
+    /// in hand, material, how exposed each General is) reaches every square in one block.
+    /// No max pooling: empty squares with identical neighbourhoods tie exactly, and which of
+    /// them a max routes its gradient to differs between backends. Absent in files written
+    /// before it existed.
+    #[serde(default)]
+    pub global_pooling: bool,
 }
 
 impl Default for NetConfig {
@@ -144,6 +154,7 @@ impl NetConfig {
             value_hidden: 128,
             soft_policy_head: false,
             short_term_value_head: false,
+            global_pooling: false,
         }
     }
 
@@ -161,7 +172,8 @@ impl NetConfig {
         let sq = SQUARES as u64;
         let conv3 = |cin: u64, cout: u64| cin * cout * 9 * sq;
         let stem = conv3(self.input_planes as u64, c);
-        let trunk = self.blocks as u64 * 2 * conv3(c, c);
+        let pooling = if self.global_pooling { c * c } else { 0 };
+        let trunk = self.blocks as u64 * (2 * conv3(c, c) + pooling);
         let policy = conv3(c, c) + c * self.policy_planes as u64 * sq;
         let vc = self.value_channels as u64;
         let value = c * vc * sq + vc * sq * self.value_hidden as u64 + self.value_hidden as u64 * 3;
@@ -182,6 +194,9 @@ impl NetConfig {
                 bn1: BatchNormConfig::new(c).init(device),
                 conv2: conv3x3(c, c, device),
                 bn2: BatchNormConfig::new(c).init(device),
+                pool: self
+                    .global_pooling
+                    .then(|| LinearConfig::new(c, c).init(device)),
             })
             .collect();
         let vc = self.value_channels;
@@ -216,18 +231,39 @@ fn conv3x3(cin: usize, cout: usize, device: &Device) -> Conv2d {
         .init(device)
 }
 
-/// One residual block: conv-bn-relu-conv-bn, plus the skip connection, then relu.
+/// One residual block: conv-bn-relu-conv-bn, plus the skip connection, then relu; with
+/// [`NetConfig::global_pooling`], the board mean of the first relu's output, through `pool`,
+/// is added to every square before the second convolution.
 #[derive(Module, Debug)]
 pub struct ResBlock {
     pub(crate) conv1: Conv2d,
     pub(crate) bn1: BatchNorm,
     pub(crate) conv2: Conv2d,
     pub(crate) bn2: BatchNorm,
+    /// `[channels, channels]` with bias. Last, so that the other parameters keep their
+    /// visit order.
+    pub(crate) pool: Option<Linear>,
 }
 
 impl ResBlock {
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let y = relu(self.bn1.forward(self.conv1.forward(x.clone())));
+        let y = match &self.pool {
+            Some(pool) => {
+                let [batch, channels, ranks, files] = y.dims();
+                let mean = y
+                    .clone()
+                    .reshape([batch, channels, ranks * files])
+                    .mean_dim(2)
+                    .reshape([batch, channels]);
+                let bias = pool
+                    .forward(mean)
+                    .reshape([batch, channels, 1, 1])
+                    .expand([batch, channels, ranks, files]);
+                y + bias
+            }
+            None => y,
+        };
         let y = self.bn2.forward(self.conv2.forward(y));
         relu(y + x)
     }

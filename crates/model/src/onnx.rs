@@ -2,7 +2,8 @@
 //! back ends), as lc0's `leela2onnx` and KataGo's ONNX files do.
 //!
 //! Batch norms are folded into the convolutions before them (inference mode: running
-//! statistics), so the graph is Conv, Relu, Add, Flatten and Gemm only, opset 13. One input,
+//! statistics), so the graph is Conv, Relu, Add, Flatten and Gemm only (and GlobalAveragePool
+//! for a net with global pooling), opset 13. One input,
 //! `planes` `[batch, INPUT_PLANES, 9, 7]` (`yari_rules::encoding::encode`), two outputs:
 //! `policy_logits` `[batch, POLICY_SIZE]` (plane-major, `yari_rules::encoding::index_of`) and
 //! `wdl_logits` `[batch, 3]` (win, draw, loss for the side to move). `docs/network.md` says
@@ -194,6 +195,28 @@ pub fn to_onnx(net: &Net, meta: &CheckpointMeta) -> Result<Vec<u8>, OnnxError> {
         );
         g.conv3x3(&a, &conv1, &input, &a);
         g.node("Relu", &[&a], &b, &[]);
+        let b = match (&block.pool, config.global_pooling) {
+            (Some(layer), true) => {
+                // The board mean `[batch, c, 1, 1]`, the linear layer as a 1x1 convolution on
+                // it, and Add's broadcasting spreads the bias over the board.
+                let pool = linear(layer, c, c, &format!("{name} pool")).map_err(fail)?;
+                let (mean, bias, biased) = (
+                    format!("{name}.mean"),
+                    format!("{name}.pool"),
+                    format!("{name}.pooled"),
+                );
+                g.node("GlobalAveragePool", &[&b], &mean, &[]);
+                g.conv1x1(&bias, &pool, &mean, &bias);
+                g.node("Add", &[&b, &bias], &biased, &[]);
+                biased
+            }
+            (None, false) => b,
+            _ => {
+                return Err(OnnxError(format!(
+                    "block {i}: the net and its metadata disagree about global pooling"
+                )))
+            }
+        };
         g.conv3x3(&sum, &conv2, &b, &sum);
         let added = format!("{name}.sum");
         g.node("Add", &[&sum, &input], &added, &[]);

@@ -438,6 +438,69 @@ fn the_auxiliary_heads_round_trip_and_do_not_change_play() {
     assert!(!shipped.meta.config.short_term_value_head);
 }
 
+/// A net with global pooling keeps it through a checkpoint (outputs bit for bit), the pooling
+/// changes what it computes (the same weights with zeroed pooling layers give other outputs),
+/// and it is refused under a config without pooling, by name; the shipped network, written
+/// before pooling existed, reads as having none.
+#[test]
+fn global_pooling_round_trips_and_is_refused_under_a_config_without_it() {
+    let device = default_device();
+    let pooled = NetConfig {
+        global_pooling: true,
+        ..NetConfig::new(2, 8)
+    };
+    let net = trained_net(&pooled);
+    let x = input(&device);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pooled.yari");
+    checkpoint::save(&path, &net, &CheckpointMeta::new(pooled)).unwrap();
+    let (loaded, meta) = checkpoint::load(&path, &pooled, &device).unwrap();
+    assert!(meta.config.global_pooling);
+    let bits =
+        |(p, v): (Vec<f32>, Vec<f32>)| p.into_iter().chain(v).map(f32::to_bits).collect::<Vec<_>>();
+    assert_eq!(bits(outputs(&net, &x)), bits(outputs(&loaded, &x)));
+    // Each block's pooling layer is a `[8, 8]` weight and an `[8]` bias after its batch
+    // norms; zeroing the weights (shape `[8, 8]`: nothing else has it) changes the outputs.
+    let mut zeroed = ZeroShape {
+        shape: vec![8, 8],
+        hits: 0,
+    };
+    let unpooled = loaded.clone().map(&mut zeroed);
+    assert_eq!(zeroed.hits, 2, "one pooling weight per block");
+    assert_ne!(outputs(&unpooled, &x), outputs(&loaded, &x));
+
+    let err = checkpoint::load(&path, &NetConfig::new(2, 8), &device)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("global_pooling is true, expected false"),
+        "{err}"
+    );
+    let shipped = Checkpoint::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/models/default.yari"
+    ))
+    .unwrap();
+    assert!(!shipped.meta.config.global_pooling);
+}
+
+/// Zeroes every float tensor of one shape.
+struct ZeroShape {
+    shape: Vec<usize>,
+    hits: usize,
+}
+
+impl ModuleMapper for ZeroShape {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        if param.val().dims().as_slice() != self.shape.as_slice() {
+            return param;
+        }
+        self.hits += 1;
+        let (id, tensor, mapper) = param.consume();
+        Param::from_mapped_value(id, tensor.zeros_like(), mapper)
+    }
+}
+
 /// Every float tensor of a module, in visit order.
 struct Floats(Vec<Vec<f32>>);
 

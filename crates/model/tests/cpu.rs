@@ -106,11 +106,17 @@ fn matches_burn_on_the_shipped_network() {
 /// moved away from (0, 1), so the folding is exercised, with odd sizes throughout.
 #[test]
 fn matches_burn_on_random_nets_with_batch_statistics() {
-    for (blocks, channels, value_channels, hidden) in [(1, 8, 4, 16), (2, 12, 3, 10), (0, 5, 2, 7)]
-    {
+    for (blocks, channels, value_channels, hidden, global_pooling) in [
+        (1, 8, 4, 16, false),
+        (2, 12, 3, 10, false),
+        (0, 5, 2, 7, false),
+        (2, 12, 3, 10, true),
+        (3, 40, 4, 16, true),
+    ] {
         let config = NetConfig {
             value_channels,
             value_hidden: hidden,
+            global_pooling,
             ..NetConfig::new(blocks, channels)
         };
         let train_device = default_device().autodiff();

@@ -6,11 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use burn::module::{Module, ModuleMapper, Param};
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{Distribution, Tensor, TensorData};
 use serde_json::Value;
 use yari_model::cpu::CpuPath;
-use yari_model::{default_device, Checkpoint, CpuNet, Net, NetEvaluator};
-use yari_rules::encoding::encode_batch;
+use yari_model::{
+    default_device, Checkpoint, CheckpointMeta, CpuNet, Net, NetConfig, NetEvaluator,
+};
+use yari_rules::encoding::{encode_batch, FILES, INPUT_PLANES, RANKS};
 use yari_rules::Position;
 
 /// Positions compared (the first oracle positions with legal moves).
@@ -83,32 +85,37 @@ fn check(model: &Path, dir: &Path) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// Writes the f32 CPU forward pass's outputs on the oracle positions and `net`'s ONNX export
+/// into `dir`, and checks that ONNX Runtime agrees with them.
+fn export_and_check(net: &Net, meta: &CheckpointMeta, dir: &Path) {
+    let reference = CpuNet::from_net_with_path(net, &meta.config, CpuPath::F32).expect("f32 path");
+    let positions = positions();
+    let refs: Vec<&Position> = positions.iter().collect();
+    let planes = encode_batch(&refs);
+    let (policy, wdl) = reference.forward(&planes, refs.len());
+    write_f32(&dir.join("planes.f32"), &planes);
+    write_f32(&dir.join("policy.f32"), &policy);
+    write_f32(&dir.join("wdl.f32"), &wdl);
+
+    let model = dir.join("net.onnx");
+    std::fs::write(&model, yari_model::onnx::to_onnx(net, meta).unwrap()).unwrap();
+    let (ok, text) = check(&model, dir);
+    println!("{text}");
+    assert!(
+        ok,
+        "ONNX Runtime disagrees with the CPU forward pass:\n{text}"
+    );
+}
+
 #[test]
 #[ignore = "needs Python's onnxruntime: .ci/run installs it into .venv and runs this test"]
 fn the_onnx_export_agrees_with_the_cpu_forward_pass_in_onnx_runtime() {
     let path = root().join("data/models/default.yari");
     let meta = Checkpoint::read(&path).expect("shipped network").meta;
     let eval = NetEvaluator::from_checkpoint(&path, default_device()).expect("shipped network");
-    let (net, config): (Net, _) = (eval.net().clone(), *eval.config());
-    let reference = CpuNet::from_net_with_path(&net, &config, CpuPath::F32).expect("f32 path");
-
+    let net: Net = eval.net().clone();
     let dir = tempfile::tempdir().unwrap();
-    let positions = positions();
-    let refs: Vec<&Position> = positions.iter().collect();
-    let planes = encode_batch(&refs);
-    let (policy, wdl) = reference.forward(&planes, refs.len());
-    write_f32(&dir.path().join("planes.f32"), &planes);
-    write_f32(&dir.path().join("policy.f32"), &policy);
-    write_f32(&dir.path().join("wdl.f32"), &wdl);
-
-    let model = dir.path().join("net.onnx");
-    std::fs::write(&model, yari_model::onnx::to_onnx(&net, &meta).unwrap()).unwrap();
-    let (ok, text) = check(&model, dir.path());
-    println!("{text}");
-    assert!(
-        ok,
-        "ONNX Runtime disagrees with the CPU forward pass:\n{text}"
-    );
+    export_and_check(&net, &meta, dir.path());
 
     let mut bump = Bump(0);
     let perturbed = net.map(&mut bump);
@@ -125,4 +132,28 @@ fn the_onnx_export_agrees_with_the_cpu_forward_pass_in_onnx_runtime() {
         !ok,
         "a network with a moved weight passed the check:\n{text}"
     );
+}
+
+/// A net with global pooling (random weights, batch-norm statistics moved by a few training
+/// forward passes): its export, with GlobalAveragePool and a broadcast Add in each block,
+/// computes what the CPU forward pass does.
+#[test]
+#[ignore = "needs Python's onnxruntime: .ci/run installs it into .venv and runs this test"]
+fn the_onnx_export_of_a_net_with_global_pooling_agrees_in_onnx_runtime() {
+    let config = NetConfig {
+        global_pooling: true,
+        ..NetConfig::new(2, 16)
+    };
+    let device = default_device().autodiff();
+    let net = config.init(&device);
+    for _ in 0..3 {
+        let x = Tensor::<4>::random(
+            [6, INPUT_PLANES, RANKS, FILES],
+            Distribution::Normal(0.5, 2.0),
+            &device,
+        );
+        let _ = net.forward(x);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    export_and_check(&net.valid(), &CheckpointMeta::new(config), dir.path());
 }

@@ -567,6 +567,7 @@ mod net_serde {
         value_hidden: Option<usize>,
         soft_policy_head: Option<bool>,
         short_term_value_head: Option<bool>,
+        global_pooling: Option<bool>,
     }
 
     pub fn serialize<S: Serializer>(net: &NetConfig, s: S) -> Result<S::Ok, S::Error> {
@@ -590,6 +591,7 @@ mod net_serde {
             short_term_value_head: p
                 .short_term_value_head
                 .unwrap_or(default.short_term_value_head),
+            global_pooling: p.global_pooling.unwrap_or(default.global_pooling),
             ..base
         })
     }
@@ -687,6 +689,25 @@ mod tests {
             toml::from_str("short_term_value_weight = 0.0\n[net]\nshort_term_value_head = false\n")
                 .unwrap();
         off.validate().unwrap();
+    }
+
+    #[test]
+    fn global_pooling_is_read_from_the_net_section_and_off_by_default() {
+        assert!(!TrainConfig::default().net.global_pooling);
+        let on: TrainConfig = toml::from_str("[net]\nglobal_pooling = true\n").unwrap();
+        on.validate().unwrap();
+        assert!(on.net.global_pooling);
+        // The rest of the net keeps the default's shape and heads.
+        let default = TrainConfig::default().net;
+        assert_eq!(
+            on.net,
+            yari_model::NetConfig {
+                global_pooling: true,
+                ..default
+            }
+        );
+        let e = toml::from_str::<TrainConfig>("[net]\nglobal_pooling = 1\n").unwrap_err();
+        assert!(e.to_string().contains("global_pooling"), "{e}");
     }
 
     #[test]

@@ -775,11 +775,27 @@ pub fn loss_and_grads(
     let mut blocks = Vec::with_capacity(config.blocks);
     for (i, b) in net.blocks.iter().enumerate() {
         let what = format!("blocks.{i}");
+        let pool = match (&b.pool, config.global_pooling) {
+            (Some(layer), true) => Some(Pool {
+                layer,
+                w: param_floats(&layer.weight, c * c, &format!("{what}.pool"))?,
+                b: linear_bias(layer, c, &format!("{what}.pool.bias"))?,
+            }),
+            (None, false) => None,
+            (_, pooling) => {
+                return Err(CpuNetError(format!(
+                    "{what}: the config {} global pooling, the net {}",
+                    if pooling { "has" } else { "has no" },
+                    if pooling { "has none" } else { "has it" }
+                )))
+            }
+        };
         blocks.push((
             Conv3::new(&b.conv1, c, c, &what)?,
             Bn::new(&b.bn1, c, &what)?,
             Conv3::new(&b.conv2, c, c, &what)?,
             Bn::new(&b.bn2, c, &what)?,
+            pool,
         ));
     }
     let pconv = Conv3::new(&net.policy_conv, c, c, "policy_conv")?;
@@ -850,15 +866,22 @@ pub fn loss_and_grads(
     let stem_saved = Saved { z, stats };
     let mut hs = vec![h0];
     let mut block_saved = Vec::with_capacity(blocks.len());
-    for (conv1, bn1, conv2, bn2) in &blocks {
+    for (conv1, bn1, conv2, bn2, pool) in &blocks {
         let h = hs.last().expect("input");
         let (z1, s1) = conv_forward(conv1, h, rows);
         let st1 = BnStats::finish(bn1, &s1, count, &device);
         let a1 = bn_apply(&st1, &z1, None, c);
-        let (z2, s2) = conv_forward(conv2, &a1, rows);
+        let pooled = pool.as_ref().map(|pool| pool.forward(&a1, n));
+        let conv2_in = pooled.as_ref().map_or(&a1, |(_, biased)| biased);
+        let (z2, s2) = conv_forward(conv2, conv2_in, rows);
         let st2 = BnStats::finish(bn2, &s2, count, &device);
         let out = bn_apply(&st2, &z2, Some(h), c);
-        block_saved.push((Saved { z: z1, stats: st1 }, a1, Saved { z: z2, stats: st2 }));
+        block_saved.push((
+            Saved { z: z1, stats: st1 },
+            a1,
+            pooled,
+            Saved { z: z2, stats: st2 },
+        ));
         hs.push(out);
     }
     let trunk = hs.last().expect("trunk output");
@@ -1128,7 +1151,7 @@ pub fn loss_and_grads(
 
     // Trunk, last block first. `dh` is the gradient of the block's output.
     let mut dh = dtrunk;
-    for (b, ((conv1, bn1, conv2, bn2), (saved1, a1, saved2))) in
+    for (b, ((conv1, bn1, conv2, bn2, pool), (saved1, a1, pooled, saved2))) in
         blocks.iter().zip(&block_saved).enumerate().rev()
     {
         let (h_in, h_out) = (&hs[b], &hs[b + 1]);
@@ -1140,11 +1163,16 @@ pub fn loss_and_grads(
             bn2,
             saved2,
             &sums2,
-            a1,
+            pooled.as_ref().map_or(a1, |(_, biased)| biased),
             &dh,
             Some((&mut da1, false)),
             rows,
         );
+        // With global pooling `da1` is the gradient of the biased activation; the bias path
+        // adds its share of every square's gradient to it.
+        if let (Some(pool), Some((means, _))) = (pool, pooled) {
+            grads.extend(pool.backward(means, &mut da1, n));
+        }
         let sums1 = bn_mask(&saved1.stats, &mut da1, a1, &saved1.z, c);
         // The skip gradient is already in dh; the conv path adds to it.
         let w1 = conv_backward(
@@ -1177,6 +1205,76 @@ pub fn loss_and_grads(
         short_term_value_ce: short_loss / (n * SHORT_TERM_VALUE_HORIZONS.len()) as f64,
         grads,
     })
+}
+
+/// A block's global pooling layer: `[c, c]` weight (burn's linear layout) and bias.
+struct Pool<'a> {
+    layer: &'a Linear,
+    w: Vec<f32>,
+    b: Vec<f32>,
+}
+
+impl Pool<'_> {
+    fn channels(&self) -> usize {
+        self.b.len()
+    }
+
+    /// From a block's middle activation `a` (`[n * 63, c]`) returns its board means `[n, c]`
+    /// and `a` with the pooling bias `means * w + b` added to every square of each position.
+    fn forward(&self, a: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
+        let c = self.channels();
+        let mut means = board_sums(a, c);
+        let inv = 1.0 / SQUARES as f32;
+        means.iter_mut().for_each(|m| *m *= inv);
+        let mut bias = vec![0.0f32; n * c];
+        gemm(n, c, c, &mut bias, c, false, &means, c, 1, &self.w, c, 1);
+        let mut biased = a.to_vec();
+        biased
+            .par_chunks_mut(SQUARES * c)
+            .zip(bias.par_chunks_mut(c))
+            .for_each(|(rows, bias)| {
+                add_into(bias, &self.b);
+                for row in rows.chunks_exact_mut(c) {
+                    add_into(row, bias);
+                }
+            });
+        (means, biased)
+    }
+
+    /// Given `d` (`[n * 63, c]`), the gradient of the biased activation, adds the bias path's
+    /// gradient into it (each square gets `1 / 63` of the board mean's gradient) and returns
+    /// the layer's weight and bias gradients.
+    fn backward(&self, means: &[f32], d: &mut [f32], n: usize) -> Vec<ParamGrad> {
+        let c = self.channels();
+        let dbias = board_sums(d, c);
+        let mut dw = vec![0.0f32; c * c];
+        gemm(c, c, n, &mut dw, c, false, means, 1, c, &dbias, c, 1);
+        let mut db = vec![0.0f32; c];
+        add_col_sums(&mut db, &dbias);
+        let mut dmeans = vec![0.0f32; n * c];
+        gemm(n, c, c, &mut dmeans, c, false, &dbias, c, 1, &self.w, 1, c);
+        let inv = 1.0 / SQUARES as f32;
+        d.par_chunks_mut(SQUARES * c)
+            .zip(dmeans.par_chunks(c))
+            .for_each(|(rows, dm)| {
+                for row in rows.chunks_exact_mut(c) {
+                    for (v, &g) in row.iter_mut().zip(dm) {
+                        *v += g * inv;
+                    }
+                }
+            });
+        linear_grads(self.layer, c, c, dw, db)
+    }
+}
+
+/// Per-position sums over the board of `[n * 63, c]` rows, `[n, c]`.
+fn board_sums(x: &[f32], c: usize) -> Vec<f32> {
+    let n = x.len() / (SQUARES * c);
+    let mut sums = vec![0.0f32; n * c];
+    sums.par_chunks_mut(c)
+        .zip(x.par_chunks(SQUARES * c))
+        .for_each(|(s, rows)| add_col_sums(s, rows));
+    sums
 }
 
 /// A policy target from plane-major (the net's output layout) to the logits' square-major
