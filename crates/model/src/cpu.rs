@@ -127,6 +127,16 @@ struct Block {
     pool: Option<Dense>,
 }
 
+/// A config and a net's `block` that disagree about global pooling (`in_config`: the config
+/// has it).
+pub(crate) fn pooling_mismatch(block: &str, in_config: bool) -> CpuNetError {
+    CpuNetError(format!(
+        "{block}: the config {} global pooling, the net {}",
+        if in_config { "has" } else { "has no" },
+        if in_config { "has none" } else { "has it" }
+    ))
+}
+
 /// The board mean of each of the first `c` channels of `n` positions' channels-last
 /// activations (`[n][63][stride]`), `[n, c]`.
 fn board_means(y: &[f32], n: usize, stride: usize, c: usize) -> Vec<f32> {
@@ -456,13 +466,7 @@ impl CpuNet {
                 let pool = match (&b.pool, config.global_pooling) {
                     (Some(layer), true) => Some(linear(layer, c, c, &format!("block {i} pool"))?),
                     (None, false) => None,
-                    (_, pooling) => {
-                        return Err(CpuNetError(format!(
-                            "block {i}: the config {} global pooling, the net {}",
-                            if pooling { "has" } else { "has no" },
-                            if pooling { "has none" } else { "has it" }
-                        )))
-                    }
+                    (_, pooling) => return Err(pooling_mismatch(&format!("block {i}"), pooling)),
                 };
                 Ok(Block {
                     conv1: fold_conv3x3(&b.conv1, &b.bn1, c, c, &format!("block {i} conv1"))?,

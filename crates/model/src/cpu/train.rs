@@ -30,7 +30,7 @@ use burn::nn::{BatchNorm, Linear};
 use burn::tensor::{Device, Tensor, TensorData};
 use rayon::prelude::*;
 
-use super::{im2col, CpuNetError};
+use super::{im2col, pooling_mismatch, CpuNetError};
 use crate::net::{
     soft_policy_target, Net, NetConfig, SHORT_TERM_VALUE_HORIZONS, SHORT_TERM_WDL_SIZE, SQUARES,
 };
@@ -782,13 +782,7 @@ pub fn loss_and_grads(
                 b: linear_bias(layer, c, &format!("{what}.pool.bias"))?,
             }),
             (None, false) => None,
-            (_, pooling) => {
-                return Err(CpuNetError(format!(
-                    "{what}: the config {} global pooling, the net {}",
-                    if pooling { "has" } else { "has no" },
-                    if pooling { "has none" } else { "has it" }
-                )))
-            }
+            (_, pooling) => return Err(pooling_mismatch(&what, pooling)),
         };
         blocks.push((
             Conv3::new(&b.conv1, c, c, &what)?,
