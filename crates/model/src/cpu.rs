@@ -612,7 +612,7 @@ impl CpuNet {
                 let bias = pooling_bias(pool, &y, n, c);
                 for (rows, b) in y.chunks_exact_mut(SQUARES * c).zip(bias.chunks_exact(c)) {
                     for row in rows.chunks_exact_mut(c) {
-                        add_assign(row, b);
+                        add_into(row, b);
                     }
                 }
             }
@@ -783,7 +783,8 @@ impl CpuNet {
     }
 }
 
-fn add_assign(acc: &mut [f32], other: &[f32]) {
+/// `acc += other`, element by element.
+pub(crate) fn add_into(acc: &mut [f32], other: &[f32]) {
     for (a, b) in acc.iter_mut().zip(other) {
         *a += b;
     }

@@ -30,7 +30,7 @@ use burn::nn::{BatchNorm, Linear};
 use burn::tensor::{Device, Tensor, TensorData};
 use rayon::prelude::*;
 
-use super::{im2col, pooling_mismatch, CpuNetError};
+use super::{add_into, im2col, pooling_mismatch, CpuNetError};
 use crate::net::{
     soft_policy_target, Net, NetConfig, SHORT_TERM_VALUE_HORIZONS, SHORT_TERM_WDL_SIZE, SQUARES,
 };
@@ -323,12 +323,6 @@ impl ChannelSums {
                 *s2 += v * v;
             }
         }
-    }
-}
-
-fn add_into(acc: &mut [f32], other: &[f32]) {
-    for (a, b) in acc.iter_mut().zip(other) {
-        *a += b;
     }
 }
 
