@@ -33,6 +33,11 @@ pub struct RunSection {
     pub max_hours: f64,
     /// Self-play games per generation.
     pub games_per_generation: usize,
+    /// Share of the previous candidate's weights in each new candidate, in [0, 1): the
+    /// network self-play and the gate use is then an exponential moving average of the
+    /// trained weights over generations (0: the trained weights as they are). Training goes
+    /// on from its own weights either way.
+    pub candidate_ema: f64,
 }
 
 impl RunSection {
@@ -49,6 +54,16 @@ impl RunSection {
             0.0
         };
         p.clamp(0.0, 1.0)
+    }
+
+    /// The previous candidate's share in generation `g`'s candidate: `candidate_ema`, but
+    /// at most (g − 1) / g, so the first generations take the plain mean of the trained
+    /// weights so far rather than leaning on the random generation 0 (0 for generation 1).
+    pub fn candidate_share(&self, g: u32) -> f64 {
+        if g <= 1 {
+            return 0.0;
+        }
+        self.candidate_ema.min((g - 1) as f64 / g as f64)
     }
 }
 
@@ -353,6 +368,12 @@ impl RunConfig {
         }
         if r.games_per_generation == 0 {
             return Err("run.games_per_generation must be at least 1".into());
+        }
+        if !(r.candidate_ema.is_finite() && (0.0..1.0).contains(&r.candidate_ema)) {
+            return Err(format!(
+                "run.candidate_ema = {}: must be in [0, 1) (the previous candidate's share)",
+                r.candidate_ema
+            ));
         }
         self.selfplay.validate().map_err(|e| e.to_string())?;
         self.train.validate().map_err(|e| e.to_string())?;

@@ -319,13 +319,52 @@ pub fn train(
         ));
     }
     out.candidate = RunPaths::model_rel(g);
-    trainer.save_checkpoint(
+    let candidate = candidate_net(backend, run, config, g, trainer.inference_net(), log)?;
+    trainer.save_net(
+        &candidate,
         &run.paths().resolve(&out.candidate),
         g,
         Some(parent.to_string()),
     )?;
     out.step = trainer.step();
     Ok(out)
+}
+
+/// Generation `g`'s candidate from the `trained` weights: those weights, or with
+/// `run.candidate_ema` their blend with generation g − 1's candidate. That candidate is on
+/// disk until the next one is written, so a generation resumed after a kill blends the same
+/// two networks again.
+fn candidate_net(
+    backend: &Backend,
+    run: &RunDir,
+    config: &RunConfig,
+    g: u32,
+    trained: yari_model::Net,
+    log: Log,
+) -> Result<yari_model::Net, LoopError> {
+    let share = config.run.candidate_share(g);
+    if share <= 0.0 {
+        return Ok(trained);
+    }
+    let previous = RunPaths::model_rel(g - 1);
+    let path = run.paths().resolve(&previous);
+    let (previous_net, _) =
+        yari_model::checkpoint::load(&path, &config.train.net, backend.device()).map_err(
+            |source| LoopError::Checkpoint {
+                path: path.clone(),
+                source: Box::new(source),
+            },
+        )?;
+    log(&format!(
+        "generation {g}: candidate = {share:.2} x {previous} + {:.2} x the trained weights",
+        1.0 - share
+    ));
+    yari_model::average::blend(&previous_net, &trained, share as f32).map_err(|e| {
+        LoopError::Corrupt {
+            path,
+            what: format!("cannot be blended with the trained weights: {e}"),
+        }
+    })
 }
 
 /// Moves shards the trainer could not read into `rejected/` (as the learner does with

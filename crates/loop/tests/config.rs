@@ -82,6 +82,9 @@ fn bad_fields_are_named() {
         ("[run]\nname = \"a b\"\n", "run.name"),
         ("[run]\nname = \"..\"\n", "run.name"),
         ("[run]\nname = \".\"\n", "run.name"),
+        ("[run]\ncandidate_ema = 1.0\n", "run.candidate_ema = 1"),
+        ("[run]\ncandidate_ema = -0.5\n", "run.candidate_ema = -0.5"),
+        ("[run]\ncandidate_ema = nan\n", "run.candidate_ema = NaN"),
         (
             "[train.window]\nmin_positions = 300000\n",
             "window.min_positions: 300000 is more than window.max_positions (250000)",
@@ -260,4 +263,16 @@ fn every_rust_default_is_the_built_in_files_section() {
     assert_eq!(yari_train::WindowConfig::default(), file.train.window);
     assert_eq!(yari_model::NetConfig::default(), file.train.net);
     assert_eq!(RunConfig::default(), file);
+}
+
+/// The moving average of candidates starts as the plain mean of the generations trained so
+/// far, then keeps `candidate_ema` of the previous candidate.
+#[test]
+fn the_previous_candidates_share_is_the_running_mean_until_the_configured_share() {
+    let config = RunConfig::parse("[run]\ncandidate_ema = 0.75\n", "test").unwrap();
+    let shares: Vec<f64> = (1..=6).map(|g| config.run.candidate_share(g)).collect();
+    assert_eq!(shares, [0.0, 0.5, 2.0 / 3.0, 0.75, 0.75, 0.75]);
+    let off = RunConfig::default();
+    assert_eq!(off.run.candidate_ema, 0.0);
+    assert!((1..=6).all(|g| off.run.candidate_share(g) == 0.0));
 }

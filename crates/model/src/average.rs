@@ -4,7 +4,9 @@
 //! each carries the noise of its own last steps; their element-wise mean (stochastic weight
 //! averaging, which KataGo applies to the networks it ships) is usually a better network
 //! than any one of them. Batch-norm running statistics are averaged with the weights: the
-//! nets share an ancestry, so their activations stay compatible.
+//! nets share an ancestry, so their activations stay compatible. [`blend`] is the same idea
+//! as a moving average over a run's generations (`run.candidate_ema`): lc0 plays, and KataGo
+//! ships, averaged weights rather than the last optimizer step's.
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::{Tensor, TensorData};
@@ -72,10 +74,30 @@ impl ModuleMapper for Replace {
 
 /// The element-wise mean of `nets`, which must all have one architecture.
 pub fn average(nets: &[Net]) -> Result<Net, AverageError> {
-    let first = nets.first().ok_or(AverageError::Empty)?;
+    let share = 1.0 / nets.len().max(1) as f32;
+    let weighted: Vec<(&Net, f32)> = nets.iter().map(|net| (net, share)).collect();
+    weighted_sum(&weighted)
+}
+
+/// `previous_share × previous + (1 − previous_share) × latest`, element-wise: one step of an
+/// exponential moving average of a run's weights, which `yari run` can publish as each
+/// generation's candidate instead of the latest weights alone (`run.candidate_ema`).
+pub fn blend(previous: &Net, latest: &Net, previous_share: f32) -> Result<Net, AverageError> {
+    weighted_sum(&[(latest, 1.0 - previous_share), (previous, previous_share)])
+}
+
+/// `Σ weight × net` over `nets` (which must share one architecture), built on the first
+/// net's device.
+fn weighted_sum(nets: &[(&Net, f32)]) -> Result<Net, AverageError> {
+    let (first, first_weight) = *nets.first().ok_or(AverageError::Empty)?;
     let mismatch = |index: usize, reason: String| AverageError::Mismatch { index, reason };
     let mut sum = collect(first).map_err(|e| mismatch(0, e))?;
-    for (index, net) in nets.iter().enumerate().skip(1) {
+    for (_, values) in &mut sum {
+        for v in values.iter_mut() {
+            *v *= first_weight;
+        }
+    }
+    for (index, &(net, weight)) in nets.iter().enumerate().skip(1) {
         let tensors = collect(net).map_err(|e| mismatch(index, e))?;
         if tensors.len() != sum.len() {
             return Err(mismatch(
@@ -93,14 +115,8 @@ pub fn average(nets: &[Net]) -> Result<Net, AverageError> {
                 ));
             }
             for (s, v) in sum_values.iter_mut().zip(values) {
-                *s += v;
+                *s += weight * v;
             }
-        }
-    }
-    let scale = 1.0 / nets.len() as f32;
-    for (_, values) in &mut sum {
-        for v in values.iter_mut() {
-            *v *= scale;
         }
     }
     let mut mapper = Replace {
@@ -139,5 +155,35 @@ mod tests {
             Err(AverageError::Mismatch { index: 1, .. })
         ));
         assert_eq!(average(&[]).err(), Some(AverageError::Empty));
+    }
+
+    #[test]
+    fn a_blend_weighs_the_previous_net_by_its_share_and_the_latest_by_the_rest() {
+        let device = crate::default_device();
+        let config = NetConfig::new(1, 8);
+        let (previous, latest) = (config.init(&device), config.init(&device));
+        let (tp, tl) = (collect(&previous).unwrap(), collect(&latest).unwrap());
+        let blended = collect(&blend(&previous, &latest, 0.25).unwrap()).unwrap();
+        assert_eq!(blended.len(), tl.len());
+        for ((b, p), l) in blended.iter().zip(&tp).zip(&tl) {
+            assert_eq!(b.0, l.0);
+            for ((b, p), l) in b.1.iter().zip(&p.1).zip(&l.1) {
+                assert!(
+                    (b - (0.25 * p + 0.75 * l)).abs() < 1e-6,
+                    "{b} vs {p} and {l}"
+                );
+            }
+        }
+        // A share of 0 is the latest net exactly: a run with the average off publishes what
+        // it trained.
+        assert_eq!(
+            collect(&blend(&previous, &latest, 0.0).unwrap()).unwrap(),
+            tl
+        );
+        let other = NetConfig::new(1, 16).init(&device);
+        assert!(matches!(
+            blend(&other, &latest, 0.5),
+            Err(AverageError::Mismatch { index: 1, .. })
+        ));
     }
 }

@@ -832,13 +832,26 @@ impl Trainer {
         generation: u32,
         parent: Option<String>,
     ) -> Result<(), TrainError> {
+        self.save_net(&self.inference_net(), path, generation, parent)
+    }
+
+    /// Writes `net` (derived from this trainer's weights, e.g. their moving average) to
+    /// `path` with this trainer's metadata, as [`Trainer::save_checkpoint`] writes the
+    /// current weights.
+    pub fn save_net(
+        &self,
+        net: &Net,
+        path: &Path,
+        generation: u32,
+        parent: Option<String>,
+    ) -> Result<(), TrainError> {
         if self.poisoned {
             return Err(TrainError::Poisoned);
         }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;
         }
-        checkpoint::save(path, &self.inference_net(), &self.meta(generation, parent))
+        checkpoint::save(path, net, &self.meta(generation, parent))
             .map_err(|e| TrainError::checkpoint(path, e))
     }
 
