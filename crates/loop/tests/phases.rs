@@ -16,8 +16,13 @@ fn smoke() -> RunConfig {
 
 /// A new smoke run in `root`, stepped until the state's phase is `until` in generation 1.
 fn run_until(root: &Path, config: &RunConfig, until: Phase) -> Loop {
+    run_until_in(root, config, 1, until)
+}
+
+/// A new smoke run in `root`, stepped until the state is at phase `until` of `generation`.
+fn run_until_in(root: &Path, config: &RunConfig, generation: u32, until: Phase) -> Loop {
     let mut run = Loop::open(RunDir::new(root), config.clone(), Backend::cpu(), quiet).unwrap();
-    while run.state().phase != until {
+    while (run.state().generation, run.state().phase) != (generation, until) {
         run.step().unwrap();
     }
     run
@@ -436,18 +441,9 @@ fn a_candidate_with_the_moving_average_blends_the_previous_candidate_and_the_tra
     let tmp = tempfile::tempdir().unwrap();
     let mut config = smoke();
     config.run.candidate_ema = 0.5;
-    let mut run = Loop::open(
-        RunDir::new(tmp.path()),
-        config.clone(),
-        Backend::cpu(),
-        quiet,
-    )
-    .unwrap();
-    while (run.state().generation, run.state().phase) != (2, Phase::Gate) {
-        run.step().unwrap();
-    }
-    let dir = run.dir().clone();
-    drop(run);
+    let dir = run_until_in(tmp.path(), &config, 2, Phase::Gate)
+        .dir()
+        .clone();
     let read = |path: &Path| yari_model::checkpoint::Checkpoint::read(path).unwrap();
     let state = yari_train::Trainer::read_state(tmp.path())
         .unwrap()
