@@ -254,7 +254,8 @@ fn a_state_written_by_one_training_path_resumes_on_the_other() {
             let mut t = Trainer::open_with(&written, config.clone(), Some(&init)).unwrap();
             t.set_train_path(first).unwrap();
             t.train_steps(4, false).unwrap();
-            let before = weights_of(&t.latest_checkpoint_path());
+            let before_path = t.latest_checkpoint_path();
+            let before = weights_of(&before_path);
             drop(t);
             let next_step = |second: TrainPath| {
                 let run = dir.path().join(format!("{first:?}-then-{second:?}"));
@@ -279,10 +280,7 @@ fn a_state_written_by_one_training_path_resumes_on_the_other() {
             let fresh = {
                 let run = dir.path().join(format!("{first:?}-fresh"));
                 write_random_games(&run, 6, 1);
-                let weights = dir.path().join(format!("{first:?}-step-4.ckpt"));
-                std::fs::copy(written.join("train").join("step-0000000004.ckpt"), &weights)
-                    .unwrap();
-                let mut t = Trainer::open_with(&run, config.clone(), Some(&weights)).unwrap();
+                let mut t = Trainer::open_with(&run, config.clone(), Some(&before_path)).unwrap();
                 t.set_train_path(first).unwrap();
                 t.train_steps(1, false).unwrap();
                 weights_of(&t.latest_checkpoint_path())
