@@ -195,9 +195,9 @@ pub struct SearchResult {
     /// The rules' result when the root itself is terminal.
     pub terminal: Option<Outcome>,
     /// Whether `moves`' priors are the network's. False when the mate search settled the
-    /// root before the network saw it: the priors are then a uniform placeholder, and a
-    /// search target measured against them (surprise) would be about ln(legal moves) nats
-    /// of nothing the network got wrong.
+    /// root before the network saw it: the priors are then a uniform placeholder, which
+    /// says nothing of what the network would have played (self-play's surprise weighting
+    /// decides on its own what such a root is worth).
     pub priors_from_network: bool,
 }
 

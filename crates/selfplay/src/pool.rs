@@ -728,11 +728,13 @@ pub fn bench_selfplay(
 /// from at the root: what the search taught the policy in this position. Priors are floored
 /// at 1e-6 so that a move the network all but ruled out counts as very surprising, not as
 /// infinitely so. A root the mate search settled before the network saw it has no
-/// network priors to be surprised against: its surprise is 0, so surprise weighting does not
-/// over-sample solved positions.
+/// network priors; it gets ln(legal moves), the surprise of a one-move target against a
+/// uniform prior, so surprise weighting over-samples solved positions: their targets are
+/// exact (a proven mate and its first move), and giving them zero surprise instead lost
+/// clearly in an A/B (docs/experiments.md, session 28).
 pub fn surprise(result: &yari_search::SearchResult) -> f32 {
     if !result.priors_from_network {
-        return 0.0;
+        return (result.moves.len().max(1) as f32).ln();
     }
     let kl: f64 = result
         .moves
@@ -755,14 +757,21 @@ pub fn surprise(result: &yari_search::SearchResult) -> f32 {
 mod tests {
     use super::*;
 
-    /// Surprise is the KL of the target from the network's priors, and nothing at a root whose
-    /// priors are a placeholder (the mate search settled it before the network saw it).
+    /// Surprise is the KL of the target from the network's priors; at a root the mate search
+    /// settled (no network priors) it is ln(legal moves), whatever the placeholder priors say.
     #[test]
-    fn surprise_is_zero_where_the_network_gave_no_priors() {
+    fn surprise_is_ln_legal_moves_where_the_network_gave_no_priors() {
         let pos = Position::startpos();
         let legal = pos.legal_moves();
         let n = legal.len();
-        let uniform = 1.0 / n as f32;
+        // The target's move at prior 0.5, the rest sharing the other half.
+        let prior = |mv| {
+            if mv == legal[0] {
+                0.5
+            } else {
+                0.5 / (n - 1) as f32
+            }
+        };
         let result = |priors_from_network| yari_search::SearchResult {
             best_move: Some(legal[0]),
             root_value: 1.0,
@@ -770,7 +779,7 @@ mod tests {
                 .iter()
                 .map(|&mv| yari_search::MoveStats {
                     mv,
-                    prior: uniform,
+                    prior: prior(mv),
                     visits: u32::from(mv == legal[0]),
                     q: None,
                 })
@@ -785,12 +794,16 @@ mod tests {
             terminal: None,
             priors_from_network,
         };
-        let kl = surprise(&result(true));
+        let from_network = surprise(&result(true));
         assert!(
-            ((kl as f64) - (n as f64).ln()).abs() < 1e-4,
-            "{kl} against ln {n}"
+            ((from_network as f64) - 2f64.ln()).abs() < 1e-4,
+            "{from_network} against ln 2"
         );
-        assert_eq!(surprise(&result(false)), 0.0);
+        let settled = surprise(&result(false));
+        assert!(
+            ((settled as f64) - (n as f64).ln()).abs() < 1e-4,
+            "{settled} against ln {n}"
+        );
     }
 
     /// Every handicap start is a legal position (it survives a FEN round trip, which refuses a
