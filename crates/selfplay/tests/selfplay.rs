@@ -612,6 +612,7 @@ fn search_variant_toml_shapes() {
 fn samples_record_the_surprise_of_their_target_against_the_priors() {
     let games = play(&quick(31), 3);
     let mut checked = 0;
+    let mut solved = 0;
     for g in &games {
         let mut pos = yari_rules::Position::from_fen(&g.start_fen).unwrap();
         let mut ply = 0;
@@ -627,19 +628,16 @@ fn samples_record_the_surprise_of_their_target_against_the_priors() {
                 .filter(|e| e.1 > 0.0)
                 .map(|e| -(e.1 as f64) * (e.1 as f64).ln())
                 .sum();
-            // A root the mate search solved was never shown to the network: its target is
-            // the mating move alone and its surprise 0 (see `yari_selfplay::surprise`).
+            // A root the mate search solved was never shown to the network; its target is the
+            // mating move alone and its surprise ln n, what the same formula gives for a
+            // one-move target (see `yari_selfplay::surprise`).
             let played: Vec<_> = s.policy.iter().filter(|e| e.1 > 0.0).collect();
-            let solved = played.len() == 1 && {
+            if played.len() == 1 {
                 let mut after = pos.clone();
                 after.play(Move::from_u16(played[0].0).unwrap());
-                after.legal_moves().is_empty()
-            };
-            let expect = if solved {
-                0.0
-            } else {
-                (n.ln() - entropy).max(0.0)
-            };
+                solved += usize::from(after.legal_moves().is_empty());
+            }
+            let expect = (n.ln() - entropy).max(0.0);
             assert!(
                 (s.surprise as f64 - expect).abs() < 1e-3 * (1.0 + expect),
                 "ply {}: surprise {} expected {expect}",
@@ -650,6 +648,10 @@ fn samples_record_the_surprise_of_their_target_against_the_priors() {
         }
     }
     assert!(checked > 0);
+    assert!(
+        solved > 0,
+        "no root settled by a mate in one among {checked} samples"
+    );
     assert!(games
         .iter()
         .flat_map(|g| &g.samples)
