@@ -22,7 +22,10 @@
 #   AB_FSF        the outside rungs, separated by spaces (default
 #                 "fsf[nodes=100] fsf[nodes=1000]")
 #   AB_SIMS       simulations per move of the networks in the matches (default 400)
-#   YARI          the yari binary (default target/release/yari)
+#   YARI          the yari binary (default target/release/yari); it plays every match
+#   AB_YARI_<S>   the binary of side S's run and export (S a lower-case side letter: a, b, ...;
+#                 default YARI): to test a code change rather than a config, build it apart
+#                 and name it here, e.g. AB_YARI_b=/tmp/variant/yari
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,6 +50,11 @@ sims=${AB_SIMS:-400}
 [ -x "$yari" ] || { echo "no yari binary at $yari (cargo build --release -p yari-cli)" >&2; exit 1; }
 for f in "${configs[@]}"; do [ -f "$f" ] || { echo "no config file $f" >&2; exit 1; }; done
 name() { basename "$1" .toml; }
+# The binary that runs side $1's training and exports its network.
+side_yari() {
+    local v="AB_YARI_$1"
+    printf '%s' "${!v:-$yari}"
+}
 # Side names: a for the baseline, then b, c, d, ... for the changes.
 sides=(a b c d e f g h i j k l m n o p q r s t u v w x y z)
 [ ${#configs[@]} -le ${#sides[@]} ] || { echo "at most ${#sides[@]} configs" >&2; exit 2; }
@@ -100,13 +108,15 @@ play() {
 for i in "${!configs[@]}"; do
     side=${sides[$i]}
     cfg=${configs[$i]}
+    run_yari=$(side_yari "$side")
+    [ -x "$run_yari" ] || { echo "no yari binary at $run_yari (AB_YARI_$side)" >&2; exit 1; }
     if [ ! -f "$out/$side.yari" ]; then
         derive "$cfg" >"$out/$side.toml"
-        stamp "run $side: $cfg for $minutes minutes into $out/$side"
+        stamp "run $side: $cfg for $minutes minutes into $out/$side ($run_yari)"
         # The whole output goes to OUT/SIDE.log, the generation lines to the terminal; a run
         # that fails stops the script with its error rather than exporting nothing.
         set +e
-        "$yari" run --config "$out/$side.toml" --run-dir "$out/$side" 2>&1 | tee "$out/$side.log" |
+        "$run_yari" run --config "$out/$side.toml" --run-dir "$out/$side" 2>&1 | tee "$out/$side.log" |
             tr '\r' '\n' | grep -E "^\[.*(== generation|budget|rating .* against|vs )"
         status=${PIPESTATUS[0]}
         set -e
@@ -115,7 +125,7 @@ for i in "${!configs[@]}"; do
             echo "run $side ($cfg) failed with exit $status; its output is in $out/$side.log" >&2
             exit 1
         fi
-        "$yari" export --run-dir "$out/$side" --out "$out/$side.yari.tmp" >/dev/null
+        "$run_yari" export --run-dir "$out/$side" --out "$out/$side.yari.tmp" >/dev/null
         mv "$out/$side.yari.tmp" "$out/$side.yari"
     fi
     [ "$i" -gt 0 ] || continue
@@ -138,7 +148,9 @@ def run_line(side, cfg):
     summ = os.path.join(out, side, "summary.json")
     rows = json.load(open(summ)) if os.path.exists(summ) else []
     games = sum(r.get("games", 0) for r in rows)
-    return f"| {side.upper()} | `{cfg}` | {len(rows)} | {games} |"
+    binary = os.environ.get("AB_YARI_" + side)
+    label = f"`{cfg}`" + (f" (binary `{binary}`)" if binary else "")
+    return f"| {side.upper()} | {label} | {len(rows)} | {games} |"
 def elo(x):
     return "+inf" if x >= 1 else "-inf" if x <= 0 else f"{-400 * math.log10(1 / x - 1):+.0f}"
 def score(tag):
