@@ -729,9 +729,10 @@ pub fn bench_selfplay(
 /// at 1e-6 so that a move the network all but ruled out counts as very surprising, not as
 /// infinitely so. A root the mate search settled before the network saw it has no
 /// network priors; it gets ln(legal moves), the surprise of a one-move target against a
-/// uniform prior, so surprise weighting over-samples solved positions: their targets are
-/// exact (a proven mate and its first move), and giving them zero surprise instead lost
-/// clearly in an A/B (docs/experiments.md, session 28).
+/// uniform prior, so surprise weighting over-samples solved positions, whose targets are
+/// exact (a proven mate and its first move). Whether that beats giving them zero is not
+/// settled: zero lost by 177 Elo in one A/B and drew in its replication (docs/experiments.md,
+/// sessions 28 and 29).
 pub fn surprise(result: &yari_search::SearchResult) -> f32 {
     if !result.priors_from_network {
         return (result.moves.len().max(1) as f32).ln();
