@@ -58,6 +58,11 @@ side_yari() {
 # Side names: a for the baseline, then b, c, d, ... for the changes.
 sides=(a b c d e f g h i j k l m n o p q r s t u v w x y z)
 [ ${#configs[@]} -le ${#sides[@]} ] || { echo "at most ${#sides[@]} configs" >&2; exit 2; }
+# Every side's build exists before the first run starts, not only when its turn comes.
+for i in "${!configs[@]}"; do
+    b=$(side_yari "${sides[$i]}")
+    [ -x "$b" ] || { echo "no yari binary at $b (AB_YARI_${sides[$i]})" >&2; exit 1; }
+done
 default_out=data/ab/$(name "${configs[0]}")-vs
 for c in "${configs[@]:1}"; do default_out+=-$(name "$c"); done
 out=${AB_OUT:-$default_out}
@@ -109,7 +114,6 @@ for i in "${!configs[@]}"; do
     side=${sides[$i]}
     cfg=${configs[$i]}
     run_yari=$(side_yari "$side")
-    [ -x "$run_yari" ] || { echo "no yari binary at $run_yari (AB_YARI_$side)" >&2; exit 1; }
     if [ ! -f "$out/$side.yari" ]; then
         derive "$cfg" >"$out/$side.toml"
         stamp "run $side: $cfg for $minutes minutes into $out/$side ($run_yari)"
