@@ -9,6 +9,21 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// A scratch directory and the A/B output directory inside it (not yet made).
+fn scratch() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("ab");
+    (tmp, out)
+}
+
+fn smoke_config() -> String {
+    root()
+        .join("configs/smoke.toml")
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
 /// `scripts/ab.sh ARGS` with this build's `yari`, tiny matches and `random` as the outside rung.
 fn ab(out: &Path, seeds: &str, args: &[&str]) -> Output {
     Command::new("bash")
@@ -43,10 +58,9 @@ fn toml_value(path: &Path, section: &str, key: &str) -> String {
 
 #[test]
 fn two_seeds_a_side_are_trained_paired_and_pooled() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("ab");
-    let smoke = root().join("configs/smoke.toml");
-    let smoke = smoke.to_str().unwrap();
+    let (tmp, out) = scratch();
+    let smoke = smoke_config();
+    let smoke = smoke.as_str();
     // Side B: the smoke config with another net width, so its runs differ from A's.
     let b_cfg = tmp.path().join("wide.toml");
     let mut b_text = std::fs::read_to_string(smoke).unwrap();
@@ -124,10 +138,9 @@ fn two_seeds_a_side_are_trained_paired_and_pooled() {
 
 #[test]
 fn a_bad_seed_count_is_refused_before_any_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("ab");
-    let smoke = root().join("configs/smoke.toml");
-    let smoke = smoke.to_str().unwrap();
+    let (_tmp, out) = scratch();
+    let smoke = smoke_config();
+    let smoke = smoke.as_str();
     for seeds in ["0", "two", "-1"] {
         let o = ab(&out, seeds, &[smoke, smoke, "0.05"]);
         assert_eq!(o.status.code(), Some(2), "AB_SEEDS={seeds}");
