@@ -31,7 +31,9 @@
 #                 adds k to its [selfplay] seed and [train] seed (default.toml's if it sets none)
 #                 and is named SIDEk (a1, b1, ...); all runs of seed k come before k + 1's,
 #                 so a stopped script leaves whole pairs; seed k's matches are played from
-#                 their own openings (match seeds 4101 + 1000 k and 4102 + 1000 k)
+#                 their own openings (match seeds 4101 + 1000 k and 4102 + 1000 k); a pair
+#                 shares its seeds where the two files do, so a null test (B = A's config)
+#                 needs B's file to set other seeds
 #   YARI          the yari binary (default target/release/yari); it plays every match
 #   AB_YARI_<S>   the binary of side S's run and export (S a lower-case side letter: a, b, ...;
 #                 default YARI): to test a code change rather than a config, build it apart
