@@ -40,20 +40,17 @@ fn ab(out: &Path, seeds: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The value of `key` in section `[section]` of a derived config.
-fn toml_value(path: &Path, section: &str, key: &str) -> String {
+/// The integer `key` of section `[section]` of a derived config.
+fn toml_int(path: &Path, section: &str, key: &str) -> i64 {
     let text = std::fs::read_to_string(path).unwrap();
-    let mut current = "";
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            current = name;
-        } else if current == section {
-            if let Some(v) = line.strip_prefix(&format!("{key} = ")) {
-                return v.to_string();
-            }
-        }
-    }
-    panic!("no {section}.{key} in {}:\n{text}", path.display());
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    table[section][key]
+        .as_integer()
+        .unwrap_or_else(|| panic!("no integer {section}.{key} in {}:\n{text}", path.display()))
+}
+
+fn json_file(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 #[test]
@@ -75,10 +72,10 @@ fn two_seeds_a_side_are_trained_paired_and_pooled() {
 
     // Run 0 keeps the config's seeds (1 in the smoke config); run 1 moves both on by one.
     for side in ["a", "b"] {
-        for (id, seed) in [(side.to_string(), "1"), (format!("{side}1"), "2")] {
+        for (id, seed) in [(side.to_string(), 1), (format!("{side}1"), 2)] {
             let cfg = out.join(format!("{id}.toml"));
-            assert_eq!(toml_value(&cfg, "selfplay", "seed"), seed, "{id}");
-            assert_eq!(toml_value(&cfg, "train", "seed"), seed, "{id}");
+            assert_eq!(toml_int(&cfg, "selfplay", "seed"), seed, "{id}");
+            assert_eq!(toml_int(&cfg, "train", "seed"), seed, "{id}");
             assert!(
                 out.join(format!("{id}.yari")).is_file(),
                 "{id} not exported:\n{log}"
@@ -88,20 +85,27 @@ fn two_seeds_a_side_are_trained_paired_and_pooled() {
     // Each B run played its own A run, from its own openings.
     let mut openings = Vec::new();
     for pair in ["b-vs-a", "b1-vs-a1"] {
-        let summary = std::fs::read_to_string(out.join(format!("{pair}.json"))).unwrap();
-        assert!(summary.contains("\"games\":2"), "{pair}: {summary}");
+        let summary = json_file(&out.join(format!("{pair}.json")));
+        assert_eq!(summary["games"], 2, "{pair}: {summary}");
         let games = std::fs::read_to_string(out.join(format!("{pair}.games.jsonl"))).unwrap();
-        assert_eq!(games.lines().count(), 2, "{pair}: {games}");
+        let games: Vec<serde_json::Value> = games
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(games.len(), 2, "{pair}: {games:?}");
         let (side, base) = pair.split_once("-vs-").unwrap();
-        assert!(games.contains(&format!("{side}.yari:4")), "{pair}: {games}");
-        assert!(games.contains(&format!("{base}.yari:4")), "{pair}: {games}");
-        // The opening is the game's first plies (`opening_plies`, random from the match seed).
-        let opening = |l: &str| {
-            let moves = l.split("\"moves\":[").nth(1).unwrap();
-            let moves = moves.split(']').next().unwrap();
-            moves.split(',').take(4).collect::<Vec<_>>().join(",")
-        };
-        openings.push(games.lines().map(opening).collect::<Vec<_>>());
+        let mut pair_openings = Vec::new();
+        for game in &games {
+            let players = [&game["white"], &game["black"]].map(|p| p.as_str().unwrap());
+            for id in [side, base] {
+                let net = format!("/{id}.yari:4");
+                assert!(players.iter().any(|p| p.ends_with(&net)), "{pair}: {game}");
+            }
+            // The opening is the game's first plies (`opening_plies`, random from the match seed).
+            let plies = game["opening_plies"].as_u64().unwrap() as usize;
+            pair_openings.push(game["moves"].as_array().unwrap()[..plies].to_vec());
+        }
+        openings.push(pair_openings);
     }
     assert_ne!(
         openings[0], openings[1],
